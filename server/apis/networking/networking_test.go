@@ -83,9 +83,11 @@ func TestValidateNetworkPolicy(t *testing.T) {
 	}{
 		{name: "valid", mutate: func(*networkingv1.NetworkPolicy) {}},
 		{
-			name:   "bad protocol",
-			mutate: func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].Ports[0].Protocol = ptr.To(corev1.Protocol("ICMP")) },
-			want:   []errKey{e(field.ErrorTypeNotSupported, "spec.ingress[0].ports[0].protocol")},
+			name: "bad protocol",
+			mutate: func(np *networkingv1.NetworkPolicy) {
+				np.Spec.Ingress[0].Ports[0].Protocol = ptr.To(corev1.Protocol("ICMP"))
+			},
+			want: []errKey{e(field.ErrorTypeNotSupported, "spec.ingress[0].ports[0].protocol")},
 		},
 		{
 			name:   "endPort below port",
@@ -98,9 +100,11 @@ func TestValidateNetworkPolicy(t *testing.T) {
 			want:   []errKey{e(field.ErrorTypeInvalid, "spec.egress[0].ports[0].endPort")},
 		},
 		{
-			name:   "port out of range",
-			mutate: func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].Ports[0] = networkingv1.NetworkPolicyPort{Port: ptr.To(intstr.FromInt32(70000))} },
-			want:   []errKey{e(field.ErrorTypeInvalid, "spec.ingress[0].ports[0].port")},
+			name: "port out of range",
+			mutate: func(np *networkingv1.NetworkPolicy) {
+				np.Spec.Ingress[0].Ports[0] = networkingv1.NetworkPolicyPort{Port: ptr.To(intstr.FromInt32(70000))}
+			},
+			want: []errKey{e(field.ErrorTypeInvalid, "spec.ingress[0].ports[0].port")},
 		},
 		{
 			name:   "empty peer",
@@ -120,9 +124,11 @@ func TestValidateNetworkPolicy(t *testing.T) {
 			want:   []errKey{e(field.ErrorTypeRequired, "spec.ingress[0].from[0].ipBlock.cidr")},
 		},
 		{
-			name:   "invalid cidr",
-			mutate: func(np *networkingv1.NetworkPolicy) { np.Spec.Ingress[0].From[0].IPBlock = &networkingv1.IPBlock{CIDR: "10.0.0.1/33"} },
-			want:   []errKey{e(field.ErrorTypeInvalid, "spec.ingress[0].from[0].ipBlock.cidr")},
+			name: "invalid cidr",
+			mutate: func(np *networkingv1.NetworkPolicy) {
+				np.Spec.Ingress[0].From[0].IPBlock = &networkingv1.IPBlock{CIDR: "10.0.0.1/33"}
+			},
+			want: []errKey{e(field.ErrorTypeInvalid, "spec.ingress[0].from[0].ipBlock.cidr")},
 		},
 		{
 			name:   "non-canonical cidr rejected by strict parsing",
@@ -245,9 +251,12 @@ func TestValidateIngress(t *testing.T) {
 			want:   []errKey{e(field.ErrorTypeInvalid, "spec.rules[0].http.paths[0].path")},
 		},
 		{
-			name:   "exact path with dot segment",
-			mutate: func(ing *networkingv1.Ingress) { ing.Spec.Rules[0].HTTP.Paths[0].PathType = pathType(networkingv1.PathTypeExact); ing.Spec.Rules[0].HTTP.Paths[0].Path = "/a/.." },
-			want:   []errKey{e(field.ErrorTypeInvalid, "spec.rules[0].http.paths[0].path")},
+			name: "exact path with dot segment",
+			mutate: func(ing *networkingv1.Ingress) {
+				ing.Spec.Rules[0].HTTP.Paths[0].PathType = pathType(networkingv1.PathTypeExact)
+				ing.Spec.Rules[0].HTTP.Paths[0].Path = "/a/.."
+			},
+			want: []errKey{e(field.ErrorTypeInvalid, "spec.rules[0].http.paths[0].path")},
 		},
 		{
 			name:   "implementation specific relative path",
@@ -267,9 +276,11 @@ func TestValidateIngress(t *testing.T) {
 			want: []errKey{e(field.ErrorTypeInvalid, "spec.rules[0].http.paths[1].backend")},
 		},
 		{
-			name:   "no backend",
-			mutate: func(ing *networkingv1.Ingress) { ing.Spec.Rules[0].HTTP.Paths[1].Backend = networkingv1.IngressBackend{} },
-			want:   []errKey{e(field.ErrorTypeInvalid, "spec.rules[0].http.paths[1].backend")},
+			name: "no backend",
+			mutate: func(ing *networkingv1.Ingress) {
+				ing.Spec.Rules[0].HTTP.Paths[1].Backend = networkingv1.IngressBackend{}
+			},
+			want: []errKey{e(field.ErrorTypeInvalid, "spec.rules[0].http.paths[1].backend")},
 		},
 		{
 			name: "service port name and number",
@@ -309,9 +320,11 @@ func TestValidateIngress(t *testing.T) {
 			want: []errKey{e(field.ErrorTypeRequired, "spec.rules[0].http.paths[1].backend.resource.kind")},
 		},
 		{
-			name:   "bad tls host and secret",
-			mutate: func(ing *networkingv1.Ingress) { ing.Spec.TLS[0] = networkingv1.IngressTLS{Hosts: []string{"Bad_Host"}, SecretName: "Bad_Secret"} },
-			want:   []errKey{e(field.ErrorTypeInvalid, "spec.tls[0].hosts[0]"), e(field.ErrorTypeInvalid, "spec.tls[0].secretName")},
+			name: "bad tls host and secret",
+			mutate: func(ing *networkingv1.Ingress) {
+				ing.Spec.TLS[0] = networkingv1.IngressTLS{Hosts: []string{"Bad_Host"}, SecretName: "Bad_Secret"}
+			},
+			want: []errKey{e(field.ErrorTypeInvalid, "spec.tls[0].hosts[0]"), e(field.ErrorTypeInvalid, "spec.tls[0].secretName")},
 		},
 		{
 			name: "class annotation disagrees",

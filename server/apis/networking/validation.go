@@ -507,4 +507,3 @@ func validateIngressClassParameters(params *networkingv1.IngressClassParametersR
 	}
 	return errs
 }
-

@@ -7,6 +7,7 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -163,5 +164,43 @@ func TestBoundClaims(t *testing.T) {
 			}
 			tc.check(t, pc)
 		})
+	}
+}
+
+func TestBoundTokenPayloadShape(t *testing.T) {
+	_, _, ec1 := testKeys(t)
+	g, err := NewTokenGenerator("https://issuer", ec1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, pc, err := BoundClaims(BoundToken{
+		ServiceAccount: testSA(), Pod: testPod(), Node: testNode(),
+		Audiences: []string{"aud1"}, Expiration: 3600e9, WarnAfter: 600e9, Now: testNow,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := g.GenerateToken(context.Background(), rc, pc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := decodeSegment(t, tok, 1)
+	now := float64(testNow.Unix())
+	want := map[string]any{
+		"iss": "https://issuer",
+		"sub": "system:serviceaccount:ns1:builder",
+		"aud": []any{"aud1"},
+		"iat": now, "nbf": now, "exp": now + 3600,
+		"jti": rc.ID,
+		"kubernetes.io": map[string]any{
+			"namespace":      "ns1",
+			"serviceaccount": map[string]any{"name": "builder", "uid": "sa-uid"},
+			"pod":            map[string]any{"name": "web-0", "uid": "pod-uid"},
+			"node":           map[string]any{"name": "node-a", "uid": "node-uid"},
+			"warnafter":      now + 600,
+		},
+	}
+	if !reflect.DeepEqual(p, want) {
+		t.Errorf("payload = %#v\nwant %#v", p, want)
 	}
 }

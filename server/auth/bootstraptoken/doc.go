@@ -1,0 +1,6 @@
+// Package bootstraptoken authenticates bootstrap (join) tokens of the form
+// "<id>.<secret>" ([a-z0-9]{6}.[a-z0-9]{16}) against Secrets named
+// "bootstrap-token-<id>" of type bootstrap.kubernetes.io/token in kube-system.
+// A matching token authenticates as "system:bootstrap:<id>" in the group
+// "system:bootstrappers" plus the Secret's auth-extra-groups.
+package bootstraptoken

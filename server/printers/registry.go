@@ -1,0 +1,44 @@
+package printers
+
+import "k8s.io/apimachinery/pkg/runtime/schema"
+
+// printersByResource maps each resource with an upstream-compatible printer
+// to it. Resources upstream prints with the default convertor (roles,
+// clusterroles, limitranges) are deliberately absent.
+var printersByResource = map[schema.GroupResource]printer{
+	{Resource: "pods"}:                   podPrinter,
+	{Resource: "podtemplates"}:           podTemplatePrinter,
+	{Resource: "replicationcontrollers"}: replicationControllerPrinter,
+	{Resource: "nodes"}:                  nodePrinter,
+	{Resource: "namespaces"}:             namespacePrinter,
+	{Resource: "services"}:               servicePrinter,
+	{Resource: "endpoints"}:              endpointsPrinter,
+	{Resource: "configmaps"}:             configMapPrinter,
+	{Resource: "secrets"}:                secretPrinter,
+	{Resource: "serviceaccounts"}:        serviceAccountPrinter,
+	{Resource: "events"}:                 coreEventPrinter,
+	{Resource: "persistentvolumes"}:      persistentVolumePrinter,
+	{Resource: "persistentvolumeclaims"}: persistentVolumeClaimPrinter,
+	{Resource: "resourcequotas"}:         resourceQuotaPrinter,
+
+	{Group: "events.k8s.io", Resource: "events"}:                           eventsV1EventPrinter,
+	{Group: "discovery.k8s.io", Resource: "endpointslices"}:                endpointSlicePrinter,
+	{Group: "coordination.k8s.io", Resource: "leases"}:                     leasePrinter,
+	{Group: "policy", Resource: "poddisruptionbudgets"}:                    podDisruptionBudgetPrinter,
+	{Group: "scheduling.k8s.io", Resource: "priorityclasses"}:              priorityClassPrinter,
+	{Group: "storage.k8s.io", Resource: "storageclasses"}:                  storageClassPrinter,
+	{Group: "networking.k8s.io", Resource: "ingresses"}:                    ingressPrinter,
+	{Group: "networking.k8s.io", Resource: "ingressclasses"}:               ingressClassPrinter,
+	{Group: "networking.k8s.io", Resource: "networkpolicies"}:              networkPolicyPrinter,
+	{Group: "rbac.authorization.k8s.io", Resource: "rolebindings"}:         roleBindingPrinter,
+	{Group: "rbac.authorization.k8s.io", Resource: "clusterrolebindings"}:  clusterRoleBindingPrinter,
+	{Group: "certificates.k8s.io", Resource: "certificatesigningrequests"}: certificateSigningRequestPrinter,
+
+	{Group: "apps", Resource: "deployments"}:         deploymentPrinter,
+	{Group: "apps", Resource: "replicasets"}:         replicaSetPrinter,
+	{Group: "apps", Resource: "statefulsets"}:        statefulSetPrinter,
+	{Group: "apps", Resource: "daemonsets"}:          daemonSetPrinter,
+	{Group: "apps", Resource: "controllerrevisions"}: controllerRevisionPrinter,
+	{Group: "batch", Resource: "jobs"}:               jobPrinter,
+	{Group: "batch", Resource: "cronjobs"}:           cronJobPrinter,
+}

@@ -12,6 +12,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 const (
@@ -383,40 +384,58 @@ func eventCells(now time.Time, e eventView) []interface{} {
 	}
 }
 
-var coreEventPrinter = printer{
+// eventPrinter serves both core/v1 and events.k8s.io/v1 events, whichever
+// type the storage behind either resource holds.
+var eventPrinter = printer{
 	columns: eventColumns(),
-	rows: eachObject(func(now time.Time, e *corev1.Event) []interface{} {
-		v := eventView{
-			name: e.Name, eventType: e.Type, reason: e.Reason, message: e.Message,
-			regarding: e.InvolvedObject, source: e.Source,
-			reportingController: e.ReportingController, reportingInstance: e.ReportingInstance,
-			firstTimestamp: e.FirstTimestamp, lastTimestamp: e.LastTimestamp, eventTime: e.EventTime,
-			count: e.Count,
+	rows: func(now time.Time, objs []runtime.Object, _ bool) ([]metav1.TableRow, error) {
+		rows := make([]metav1.TableRow, 0, len(objs))
+		for _, o := range objs {
+			var v eventView
+			switch e := o.(type) {
+			case *corev1.Event:
+				v = coreEventView(e)
+			case *eventsv1.Event:
+				v = eventsV1EventView(e)
+			default:
+				return nil, fmt.Errorf("no table printer for %T, want *v1.Event", o)
+			}
+			rows = append(rows, metav1.TableRow{Cells: eventCells(now, v), Object: runtime.RawExtension{Object: o}})
 		}
-		if e.Series != nil {
-			v.seriesCount = e.Series.Count
-			v.seriesLastObserved = &e.Series.LastObservedTime
-		}
-		return eventCells(now, v)
-	}),
+		return rows, nil
+	},
 }
 
-var eventsV1EventPrinter = printer{
-	columns: eventColumns(),
-	rows: eachObject(func(now time.Time, e *eventsv1.Event) []interface{} {
-		v := eventView{
-			name: e.Name, eventType: e.Type, reason: e.Reason, message: e.Note,
-			regarding: e.Regarding, source: e.DeprecatedSource,
-			reportingController: e.ReportingController, reportingInstance: e.ReportingInstance,
-			firstTimestamp: e.DeprecatedFirstTimestamp, lastTimestamp: e.DeprecatedLastTimestamp, eventTime: e.EventTime,
-			count: e.DeprecatedCount,
-		}
-		if e.Series != nil {
-			v.seriesCount = e.Series.Count
-			v.seriesLastObserved = &e.Series.LastObservedTime
-		}
-		return eventCells(now, v)
-	}),
+func coreEventView(e *corev1.Event) eventView {
+	v := eventView{
+		name: e.Name, eventType: e.Type, reason: e.Reason, message: e.Message,
+		regarding: e.InvolvedObject, source: e.Source,
+		reportingController: e.ReportingController, reportingInstance: e.ReportingInstance,
+		firstTimestamp: e.FirstTimestamp, lastTimestamp: e.LastTimestamp, eventTime: e.EventTime,
+		count: e.Count,
+	}
+	if e.Series != nil {
+		v.seriesCount = e.Series.Count
+		v.seriesLastObserved = &e.Series.LastObservedTime
+	}
+	return v
+}
+
+// eventsV1EventView maps fields the way upstream's events.k8s.io/v1 to
+// core conversion does (note to message, deprecated* to their old names).
+func eventsV1EventView(e *eventsv1.Event) eventView {
+	v := eventView{
+		name: e.Name, eventType: e.Type, reason: e.Reason, message: e.Note,
+		regarding: e.Regarding, source: e.DeprecatedSource,
+		reportingController: e.ReportingController, reportingInstance: e.ReportingInstance,
+		firstTimestamp: e.DeprecatedFirstTimestamp, lastTimestamp: e.DeprecatedLastTimestamp, eventTime: e.EventTime,
+		count: e.DeprecatedCount,
+	}
+	if e.Series != nil {
+		v.seriesCount = e.Series.Count
+		v.seriesLastObserved = &e.Series.LastObservedTime
+	}
+	return v
 }
 
 var persistentVolumePrinter = printer{

@@ -531,6 +531,11 @@ func TestConvertErrors(t *testing.T) {
 		!strings.Contains(err.Error(), "no table printer for *v1.Node") {
 		t.Errorf("wrong object type: err = %v, want no table printer", err)
 	}
+	events := TableConvertorFor(schema.GroupResource{Resource: "events"})
+	if _, err := events.ConvertToTable(context.Background(), &corev1.Pod{}, nil); err == nil ||
+		!strings.Contains(err.Error(), "no table printer for *v1.Pod") {
+		t.Errorf("pod as event: err = %v, want no table printer", err)
+	}
 	var nilOpts *metav1.TableOptions
 	if _, err := c.ConvertToTable(context.Background(), &corev1.Pod{}, nilOpts); err != nil {
 		t.Errorf("typed nil table options: %v", err)

@@ -178,6 +178,10 @@ func TestEventsV1EventCells(t *testing.T) {
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("cells = %#v, want %#v", got, tt.want)
 			}
+			// The core resource prints the same for an events.k8s.io object.
+			if got := cells(t, schema.GroupResource{Resource: "events"}, &tt.ev); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("core events resource cells = %#v, want %#v", got, tt.want)
+			}
 		})
 	}
 }

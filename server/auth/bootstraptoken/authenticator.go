@@ -24,6 +24,12 @@ import (
 // Every token that is not a usable bootstrap token, whatever the reason, is
 // answered with (nil, false, nil) so other authenticators may try it; only a
 // failing lister yields an error.
+//
+// Bootstrap tokens carry no audience, so responses have none. An apiserver
+// with API audiences must wrap the result with
+// authenticator.WrapAudienceAgnosticToken(apiAudiences, New(...)), as
+// kube-apiserver does; otherwise TokenReviews of bootstrap tokens fail the
+// audience check.
 func New(secrets corev1listers.SecretLister, clk clock.PassiveClock) authenticator.Token {
 	if clk == nil {
 		clk = clock.RealClock{}

@@ -130,6 +130,10 @@ type jwtAuthenticator struct {
 // unverifiedIssuer extracts "iss" from a compact JWS without checking the
 // signature. It is only used to decide whether the token is ours to judge.
 func unverifiedIssuer(token string) (string, bool) {
+	// Only the compact serialisation is ours; JSON-serialised JWS is not.
+	if strings.HasPrefix(strings.TrimSpace(token), "{") {
+		return "", false
+	}
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
 		return "", false

@@ -1,0 +1,72 @@
+package app
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"github.com/urfave/cli/v2"
+	"k8s.io/klog/v2"
+
+	"github.com/k1s/k1s/server"
+)
+
+// serverOptions are the flags of `k1s server`.
+type serverOptions struct {
+	cfg        server.Config
+	configFile string
+	tlsSANs    cli.StringSlice
+	kubeMode   string
+}
+
+func serverCommand() *cli.Command {
+	o := &serverOptions{}
+	env := func(name string) []string { return []string{"K1S_" + name} }
+	return &cli.Command{
+		Name:  "server",
+		Usage: "run a control plane (and, later, a node agent) in this process",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "YAML file whose keys are flag names", Value: DefaultConfigFile, EnvVars: env("CONFIG_FILE"), Destination: &o.configFile},
+			&cli.StringFlag{Name: "data-dir", Aliases: []string{"d"}, Usage: "directory holding all state", Value: "/var/lib/k1s", EnvVars: env("DATA_DIR"), Destination: &o.cfg.DataDir},
+			&cli.StringFlag{Name: "bind-address", Usage: "apiserver listen address", Value: "0.0.0.0", EnvVars: env("BIND_ADDRESS"), Destination: &o.cfg.BindAddress},
+			&cli.IntFlag{Name: "https-listen-port", Usage: "apiserver HTTPS port", Value: 6443, EnvVars: env("HTTPS_LISTEN_PORT"), Destination: &o.cfg.HTTPSPort},
+			&cli.StringFlag{Name: "advertise-address", Usage: "address the kubernetes service and other nodes use (default: --node-ip)", EnvVars: env("ADVERTISE_ADDRESS"), Destination: &o.cfg.AdvertiseAddress},
+			&cli.StringFlag{Name: "node-ip", Usage: "this node's IP (default: the default route's interface address)", EnvVars: env("NODE_IP"), Destination: &o.cfg.NodeIP},
+			&cli.StringSliceFlag{Name: "tls-san", Usage: "extra hostname or IP in the serving certificate (repeatable)", EnvVars: env("TLS_SAN"), Destination: &o.tlsSANs},
+			&cli.StringFlag{Name: "service-cidr", Usage: "service cluster IP range", Value: "10.43.0.0/16", EnvVars: env("SERVICE_CIDR"), Destination: &o.cfg.ServiceCIDR},
+			&cli.StringFlag{Name: "cluster-cidr", Usage: "pod IP range", Value: "10.42.0.0/16", EnvVars: env("CLUSTER_CIDR"), Destination: &o.cfg.ClusterCIDR},
+			&cli.StringFlag{Name: "service-node-port-range", Usage: "NodePort range", Value: "30000-32767", EnvVars: env("SERVICE_NODE_PORT_RANGE"), Destination: &o.cfg.ServiceNodePortRange},
+			&cli.StringFlag{Name: "cluster-domain", Usage: "cluster DNS domain", Value: "cluster.local", EnvVars: env("CLUSTER_DOMAIN"), Destination: &o.cfg.ClusterDomain},
+			&cli.StringFlag{Name: "write-kubeconfig", Aliases: []string{"o"}, Usage: "where to write the admin kubeconfig", Value: "/etc/k1s/k1s.yaml", EnvVars: env("KUBECONFIG_OUTPUT"), Destination: &o.cfg.WriteKubeconfig},
+			&cli.StringFlag{Name: "write-kubeconfig-mode", Usage: "file mode of the admin kubeconfig (octal)", Value: "0600", EnvVars: env("KUBECONFIG_MODE"), Destination: &o.kubeMode},
+			&cli.StringFlag{Name: "datastore-endpoint", Usage: "external etcd URLs (comma-separated); empty runs embedded etcd", EnvVars: env("DATASTORE_ENDPOINT"), Destination: &o.cfg.DatastoreEndpoint},
+			&cli.StringFlag{Name: "datastore-cafile", Usage: "CA of the external etcd", EnvVars: env("DATASTORE_CAFILE"), Destination: &o.cfg.DatastoreCAFile},
+			&cli.StringFlag{Name: "datastore-certfile", Usage: "client certificate for the external etcd", EnvVars: env("DATASTORE_CERTFILE"), Destination: &o.cfg.DatastoreCertFile},
+			&cli.StringFlag{Name: "datastore-keyfile", Usage: "client key for the external etcd", EnvVars: env("DATASTORE_KEYFILE"), Destination: &o.cfg.DatastoreKeyFile},
+			&cli.IntFlag{Name: "etcd-client-port", Usage: "embedded etcd client port (loopback only)", Value: 2379, Destination: &o.cfg.EtcdClientPort},
+			&cli.IntFlag{Name: "etcd-peer-port", Usage: "embedded etcd peer port (loopback only)", Value: 2380, Destination: &o.cfg.EtcdPeerPort},
+			&cli.Int64Flag{Name: "default-not-ready-toleration-seconds", Usage: "tolerationSeconds added to pods for node.kubernetes.io/not-ready", Value: 300, Destination: &o.cfg.DefaultNotReadyTolerationSeconds},
+			&cli.Int64Flag{Name: "default-unreachable-toleration-seconds", Usage: "tolerationSeconds added to pods for node.kubernetes.io/unreachable", Value: 300, Destination: &o.cfg.DefaultUnreachableTolerationSeconds},
+		},
+		Action: func(c *cli.Context) error {
+			if err := loadConfigFile(c, o.configFile, c.IsSet("config")); err != nil {
+				return err
+			}
+			if c.Args().Len() > 0 {
+				return fmt.Errorf("k1s server takes no arguments, got %q", c.Args().Slice())
+			}
+			mode, err := strconv.ParseUint(o.kubeMode, 8, 32)
+			if err != nil || mode > 0o777 {
+				return fmt.Errorf("--write-kubeconfig-mode: %q is not an octal file mode", o.kubeMode)
+			}
+			o.cfg.WriteKubeconfigMode = os.FileMode(mode)
+			o.cfg.TLSSANs = splitList(o.tlsSANs.Value())
+			s, err := server.New(o.cfg)
+			if err != nil {
+				return err
+			}
+			ctx := klog.NewContext(c.Context, klog.Background())
+			return s.Run(ctx)
+		},
+	}
+}

@@ -1,0 +1,95 @@
+package apiserver
+
+import (
+	"fmt"
+	"os"
+
+	"k8s.io/apiserver/pkg/apis/apiserver"
+	"k8s.io/apiserver/pkg/authentication/authenticator"
+	"k8s.io/apiserver/pkg/authentication/group"
+	"k8s.io/apiserver/pkg/authentication/request/anonymous"
+	"k8s.io/apiserver/pkg/authentication/request/bearertoken"
+	requestunion "k8s.io/apiserver/pkg/authentication/request/union"
+	"k8s.io/apiserver/pkg/authentication/request/websocket"
+	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+	tokenunion "k8s.io/apiserver/pkg/authentication/token/union"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
+	"k8s.io/apiserver/pkg/authorization/path"
+	authzunion "k8s.io/apiserver/pkg/authorization/union"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/apiserver/pkg/server/dynamiccertificates"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+)
+
+// publicPaths answer anonymous requests; every other anonymous request is 401.
+var publicPaths = []string{"/healthz", "/livez", "/readyz", "/version", "/version/"}
+
+// dependencies are the handles shared by the parts of the server.
+type dependencies struct {
+	cfg       *Config
+	client    kubernetes.Interface
+	informers informers.SharedInformerFactory
+
+	tokenAuthenticators []authenticator.Token
+	authorizer          authorizer.Authorizer
+	ruleResolver        authorizer.RuleResolver
+}
+
+// applyAuth configures authentication (client certificates, bearer tokens,
+// anonymous access to the public health and version paths) and authorization
+// (public paths, system:masters, the node authorizer and RBAC).
+func (d *dependencies) applyAuth(gc *genericapiserver.RecommendedConfig) error {
+	caPEM, err := os.ReadFile(d.cfg.ClientCAFile)
+	if err != nil {
+		return fmt.Errorf("read client CA: %w", err)
+	}
+	ca, err := dynamiccertificates.NewStaticCAContent("client-ca", caPEM)
+	if err != nil {
+		return fmt.Errorf("client CA %s: %w", d.cfg.ClientCAFile, err)
+	}
+	if err := gc.Authentication.ApplyClientCert(ca, gc.SecureServing); err != nil {
+		return fmt.Errorf("client CA: %w", err)
+	}
+	gc.Authentication.APIAudiences = d.cfg.APIAudiences
+
+	if err := d.buildTokenAuthenticators(); err != nil {
+		return err
+	}
+	reqAuth := []authenticator.Request{x509request.NewDynamic(ca.VerifyOptions, x509request.CommonNameUserConversion)}
+	if len(d.tokenAuthenticators) > 0 {
+		tokens := tokenunion.New(d.tokenAuthenticators...)
+		reqAuth = append(reqAuth, bearertoken.New(tokens), websocket.NewProtocolAuthenticator(tokens))
+	}
+	var anonConditions []apiserver.AnonymousAuthCondition
+	for _, p := range publicPaths {
+		anonConditions = append(anonConditions, apiserver.AnonymousAuthCondition{Path: p})
+	}
+	gc.Authentication.Authenticator = requestunion.NewFailOnError(
+		group.NewAuthenticatedGroupAdder(requestunion.New(reqAuth...)),
+		anonymous.NewAuthenticator(anonConditions),
+	)
+
+	public, err := path.NewAuthorizer(publicPaths)
+	if err != nil {
+		return err
+	}
+	authorizers := []authzunion.NamedAuthorizer{
+		{AuthorizerName: "public-paths", Authorizer: public},
+		{AuthorizerName: "system-masters", Authorizer: authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup)},
+	}
+	extra, resolvers, err := d.buildAuthorizers()
+	if err != nil {
+		return err
+	}
+	authorizers = append(authorizers, extra...)
+	if d.authorizer, err = authzunion.New(authorizers...); err != nil {
+		return fmt.Errorf("authorizer: %w", err)
+	}
+	d.ruleResolver = authzunion.NewRuleResolvers(resolvers...)
+	gc.Authorization.Authorizer = d.authorizer
+	genericapiserver.AuthorizeClientBearerToken(gc.LoopbackClientConfig, &gc.Authentication, &gc.Authorization)
+	return nil
+}

@@ -1,0 +1,208 @@
+package apiserver
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
+	apiextensionsoptions "k8s.io/apiextensions-apiserver/pkg/cmd/server/options"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/sets"
+	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	genericfilters "k8s.io/apiserver/pkg/server/filters"
+	genericoptions "k8s.io/apiserver/pkg/server/options"
+	serverstorage "k8s.io/apiserver/pkg/server/storage"
+	"k8s.io/apiserver/pkg/storage/storagebackend"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	utilcompatibility "k8s.io/apiserver/pkg/util/compatibility"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/k1s/k1s/server/apiserver/openapi"
+	"github.com/k1s/k1s/server/scheme"
+)
+
+// Server is the k1s API server.
+type Server struct {
+	cfg   Config
+	ready chan struct{}
+}
+
+// New validates cfg and returns a server. It starts nothing.
+func New(cfg Config) (*Server, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Server{cfg: cfg, ready: make(chan struct{})}, nil
+}
+
+// Ready is closed once the server serves requests and its bootstrap objects
+// (system namespaces, default RBAC, the kubernetes service) exist.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Run serves until ctx is cancelled, then shuts down gracefully.
+func (s *Server) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithName("apiserver")
+	ctx = klog.NewContext(ctx, logger)
+
+	gc, etcdOpts, err := s.genericConfig()
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(gc.LoopbackClientConfig)
+	if err != nil {
+		return fmt.Errorf("loopback client: %w", err)
+	}
+	factory := informers.NewSharedInformerFactory(client, 10*time.Minute)
+	gc.SharedInformerFactory = factory
+	gc.ClientConfig = gc.LoopbackClientConfig
+
+	deps := &dependencies{cfg: &s.cfg, client: client, informers: factory}
+	if err := deps.applyAuth(gc); err != nil {
+		return err
+	}
+	if err := deps.applyAdmission(gc); err != nil {
+		return err
+	}
+
+	// CRDs: apiextensions-apiserver shares the config and sits behind the
+	// core server in the delegation chain.
+	extConfig, err := s.apiextensionsConfig(*gc, etcdOpts, factory)
+	if err != nil {
+		return err
+	}
+	extServer, err := extConfig.Complete().New(genericapiserver.NewEmptyDelegate())
+	if err != nil {
+		return fmt.Errorf("create apiextensions server: %w", err)
+	}
+
+	core, err := gc.Complete().New("k1s-apiserver", extServer.GenericAPIServer)
+	if err != nil {
+		return fmt.Errorf("create apiserver: %w", err)
+	}
+	if err := deps.installAPIs(core, gc.RESTOptionsGetter); err != nil {
+		return err
+	}
+	deps.addHooks(core, s.ready)
+	watchCRDGroups(core, extServer)
+
+	prepared := core.PrepareRun()
+	// Let the CRD OpenAPI controllers publish into the core server's specs,
+	// so /openapi/v2 and /openapi/v3 describe built-in and custom types.
+	extServer.GenericAPIServer.StaticOpenAPISpec = core.StaticOpenAPISpec
+	extServer.GenericAPIServer.OpenAPIVersionedService = core.OpenAPIVersionedService
+	extServer.GenericAPIServer.OpenAPIV3VersionedService = core.OpenAPIV3VersionedService
+
+	logger.Info("Starting apiserver", "address", fmt.Sprintf("%s:%d", s.cfg.BindAddress, s.cfg.SecurePort))
+	if err := prepared.RunWithContext(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return fmt.Errorf("apiserver: %w", err)
+	}
+	return nil
+}
+
+// specialPrefixes keeps upstream's etcd key layout, so etcd tooling written
+// for Kubernetes finds objects where it expects them.
+var specialPrefixes = map[schema.GroupResource]string{
+	{Group: "", Resource: "replicationcontrollers"}: "controllers",
+	{Group: "", Resource: "endpoints"}:              "services/endpoints",
+	{Group: "", Resource: "nodes"}:                  "minions",
+	{Group: "", Resource: "services"}:               "services/specs",
+	{Group: "networking.k8s.io", Resource: "ingresses"}: "ingress",
+}
+
+func (s *Server) genericConfig() (*genericapiserver.RecommendedConfig, *genericoptions.EtcdOptions, error) {
+	gc := genericapiserver.NewRecommendedConfig(scheme.Codecs)
+	gc.RequestTimeout = 60 * time.Second
+	gc.FeatureGate = utilfeature.DefaultFeatureGate
+	gc.EffectiveVersion = utilcompatibility.DefaultBuildEffectiveVersion()
+
+	namer := openapinamer.NewDefinitionNamer(scheme.Scheme, apiextensionsapiserver.Scheme)
+	gc.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(openapi.GetOpenAPIDefinitions, namer)
+	gc.OpenAPIConfig.Info.Title = "Kubernetes"
+	gc.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openapi.GetOpenAPIDefinitions, namer)
+	gc.OpenAPIV3Config.Info.Title = "Kubernetes"
+	gc.OpenAPIConfig.Info.Version = gc.EffectiveVersion.Info().GitVersion
+	gc.OpenAPIV3Config.Info.Version = gc.EffectiveVersion.Info().GitVersion
+
+	// Serving.
+	serving := genericoptions.NewSecureServingOptions().WithLoopback()
+	serving.BindAddress = s.cfg.BindAddress
+	serving.BindPort = s.cfg.SecurePort
+	serving.ServerCert.CertKey.CertFile = s.cfg.ServingCertFile
+	serving.ServerCert.CertKey.KeyFile = s.cfg.ServingKeyFile
+	if err := serving.ApplyTo(&gc.SecureServing, &gc.LoopbackClientConfig); err != nil {
+		if strings.Contains(err.Error(), "address already in use") {
+			return nil, nil, fmt.Errorf("--https-listen-port: port %d is in use by another process: %w", s.cfg.SecurePort, err)
+		}
+		return nil, nil, fmt.Errorf("serve HTTPS on %s:%d: %w", s.cfg.BindAddress, s.cfg.SecurePort, err)
+	}
+	gc.LoopbackClientConfig.QPS = 200
+	gc.LoopbackClientConfig.Burst = 400
+	gc.LoopbackClientConfig.ContentType = runtime.ContentTypeProtobuf
+	gc.PublicAddress = s.cfg.AdvertiseAddress
+	gc.ExternalAddress = fmt.Sprintf("%s:%d", s.cfg.AdvertiseAddress, s.cfg.SecurePort)
+	gc.LongRunningFunc = longRunning
+	gc.ShutdownDelayDuration = 0
+
+	// Storage.
+	sc := storagebackend.NewDefaultConfig(s.cfg.EtcdPrefix, nil)
+	sc.Transport.ServerList = s.cfg.EtcdServers
+	sc.Transport.CertFile = s.cfg.EtcdCertFile
+	sc.Transport.KeyFile = s.cfg.EtcdKeyFile
+	sc.Transport.TrustedCAFile = s.cfg.EtcdCAFile
+	etcdOpts := genericoptions.NewEtcdOptions(sc)
+	etcdOpts.DefaultStorageMediaType = runtime.ContentTypeProtobuf
+	etcdOpts.EnableWatchCache = !s.cfg.DisableWatchCache
+	etcdOpts.EnableGarbageCollection = true
+	etcdOpts.DeleteCollectionWorkers = 1
+
+	resourceConfig := serverstorage.NewResourceConfig()
+	resourceConfig.EnableVersions(scheme.GroupVersions...)
+	gc.MergedResourceConfig = resourceConfig
+	encoding := serverstorage.NewDefaultResourceEncodingConfigForEffectiveVersion(scheme.Scheme, gc.EffectiveVersion)
+	sf := serverstorage.NewDefaultStorageFactory(*sc, runtime.ContentTypeProtobuf, scheme.Codecs, encoding, resourceConfig, specialPrefixes)
+	if err := etcdOpts.ApplyWithStorageFactoryTo(sf, &gc.Config); err != nil {
+		return nil, nil, fmt.Errorf("configure etcd storage: %w", err)
+	}
+	return gc, etcdOpts, nil
+}
+
+func (s *Server) apiextensionsConfig(gc genericapiserver.RecommendedConfig, etcdOpts *genericoptions.EtcdOptions, factory informers.SharedInformerFactory) (*apiextensionsapiserver.Config, error) {
+	gc.PostStartHooks = map[string]genericapiserver.PostStartHookConfigEntry{}
+	gc.RESTOptionsGetter = nil
+	eo := *etcdOpts
+	eo.StorageConfig.Codec = apiextensionsapiserver.Codecs.LegacyCodec(apiextensionsv1beta1.SchemeGroupVersion, apiextensionsv1.SchemeGroupVersion)
+	eo.StorageConfig.EncodeVersioner = runtime.NewMultiGroupVersioner(apiextensionsv1beta1.SchemeGroupVersion, schema.GroupKind{Group: apiextensionsv1beta1.GroupName})
+	eo.SkipHealthEndpoints = true
+	if err := eo.ApplyTo(&gc.Config); err != nil {
+		return nil, fmt.Errorf("configure CRD storage: %w", err)
+	}
+	rc := apiextensionsapiserver.DefaultAPIResourceConfigSource()
+	gc.MergedResourceConfig = rc
+	gc.SharedInformerFactory = factory
+	return &apiextensionsapiserver.Config{
+		GenericConfig: &gc,
+		ExtraConfig: apiextensionsapiserver.ExtraConfig{
+			CRDRESTOptionsGetter: apiextensionsoptions.NewCRDRESTOptionsGetter(eo, gc.ResourceTransformers, gc.StorageObjectCountTracker),
+			MasterCount:          1,
+		},
+	}, nil
+}
+
+// longRunning marks watches and streaming subresources as long-running (as
+// kube-apiserver does), so request timeouts and in-flight limits skip them.
+var longRunning = genericfilters.BasicLongRunningRequestCheck(
+	sets.NewString("watch", "proxy"),
+	sets.NewString("attach", "exec", "proxy", "log", "portforward"),
+)

@@ -1,0 +1,295 @@
+// Package server assembles `k1s server`: the PKI, embedded etcd (or an
+// external datastore), the API server and, in later tiers, the controllers
+// and the node agent, all run by one supervisor in one process.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/klog/v2"
+
+	"github.com/k1s/k1s/embed/etcd"
+	"github.com/k1s/k1s/internal/supervisor"
+	"github.com/k1s/k1s/server/apiserver"
+	"github.com/k1s/k1s/server/pki"
+)
+
+// Config is the configuration of `k1s server`, filled from its flags.
+type Config struct {
+	// DataDir holds all state (--data-dir). Default /var/lib/k1s.
+	DataDir string
+	// BindAddress is the apiserver's listen address (--bind-address). Default 0.0.0.0.
+	BindAddress string
+	// HTTPSPort is the apiserver port (--https-listen-port). Default 6443.
+	HTTPSPort int
+	// AdvertiseAddress is the address other nodes and the kubernetes service
+	// use (--advertise-address). Default: NodeIP.
+	AdvertiseAddress string
+	// NodeIP is this node's address (--node-ip). Default: the address of the
+	// interface holding the default route, else 127.0.0.1.
+	NodeIP string
+	// TLSSANs are extra names in the serving certificate (--tls-san).
+	TLSSANs []string
+	// ServiceCIDR (--service-cidr). Default 10.43.0.0/16.
+	ServiceCIDR string
+	// ClusterCIDR (--cluster-cidr). Default 10.42.0.0/16.
+	ClusterCIDR string
+	// ServiceNodePortRange (--service-node-port-range). Default 30000-32767.
+	ServiceNodePortRange string
+	// ClusterDomain (--cluster-domain). Default cluster.local.
+	ClusterDomain string
+	// WriteKubeconfig is where the admin kubeconfig goes (--write-kubeconfig).
+	// Default /etc/k1s/k1s.yaml.
+	WriteKubeconfig string
+	// WriteKubeconfigMode is its file mode (--write-kubeconfig-mode). Default 0600.
+	WriteKubeconfigMode os.FileMode
+	// DatastoreEndpoint selects an external etcd (--datastore-endpoint);
+	// empty means embedded etcd. Comma-separated URLs.
+	DatastoreEndpoint                                     string
+	DatastoreCAFile, DatastoreCertFile, DatastoreKeyFile string
+	// EtcdClientPort and EtcdPeerPort are the embedded etcd's loopback ports
+	// (--etcd-client-port, --etcd-peer-port). Default 2379, 2380.
+	EtcdClientPort, EtcdPeerPort int
+	// DefaultNotReadyTolerationSeconds / DefaultUnreachableTolerationSeconds
+	// (--default-not-ready-toleration-seconds ...). Default 300.
+	DefaultNotReadyTolerationSeconds, DefaultUnreachableTolerationSeconds int64
+}
+
+// SetDefaults fills unset fields.
+func (c *Config) SetDefaults() {
+	if c.DataDir == "" {
+		c.DataDir = "/var/lib/k1s"
+	}
+	if c.BindAddress == "" {
+		c.BindAddress = "0.0.0.0"
+	}
+	if c.HTTPSPort == 0 {
+		c.HTTPSPort = 6443
+	}
+	if c.ServiceCIDR == "" {
+		c.ServiceCIDR = "10.43.0.0/16"
+	}
+	if c.ClusterCIDR == "" {
+		c.ClusterCIDR = "10.42.0.0/16"
+	}
+	if c.ServiceNodePortRange == "" {
+		c.ServiceNodePortRange = "30000-32767"
+	}
+	if c.ClusterDomain == "" {
+		c.ClusterDomain = "cluster.local"
+	}
+	if c.WriteKubeconfig == "" {
+		c.WriteKubeconfig = "/etc/k1s/k1s.yaml"
+	}
+	if c.WriteKubeconfigMode == 0 {
+		c.WriteKubeconfigMode = 0o600
+	}
+	if c.EtcdClientPort == 0 {
+		c.EtcdClientPort = 2379
+	}
+	if c.EtcdPeerPort == 0 {
+		c.EtcdPeerPort = 2380
+	}
+	if c.NodeIP == "" {
+		c.NodeIP = DefaultNodeIP().String()
+	}
+	if c.AdvertiseAddress == "" {
+		c.AdvertiseAddress = c.NodeIP
+	}
+}
+
+// parsed holds the validated, typed form of Config.
+type parsed struct {
+	bindAddress, nodeIP, advertise net.IP
+	serviceCIDR, clusterCIDR       *net.IPNet
+	nodePorts                      *utilnet.PortRange
+}
+
+func (c *Config) parse() (*parsed, error) {
+	var errs []error
+	p := &parsed{}
+	if p.bindAddress = net.ParseIP(c.BindAddress); p.bindAddress == nil {
+		errs = append(errs, fmt.Errorf("--bind-address: %q is not an IP address", c.BindAddress))
+	}
+	if p.nodeIP = net.ParseIP(c.NodeIP); p.nodeIP == nil {
+		errs = append(errs, fmt.Errorf("--node-ip: %q is not an IP address", c.NodeIP))
+	}
+	if p.advertise = net.ParseIP(c.AdvertiseAddress); p.advertise == nil {
+		errs = append(errs, fmt.Errorf("--advertise-address: %q is not an IP address", c.AdvertiseAddress))
+	}
+	var err error
+	if _, p.serviceCIDR, err = net.ParseCIDR(c.ServiceCIDR); err != nil {
+		errs = append(errs, fmt.Errorf("--service-cidr: %q is not a CIDR", c.ServiceCIDR))
+	}
+	if _, p.clusterCIDR, err = net.ParseCIDR(c.ClusterCIDR); err != nil {
+		errs = append(errs, fmt.Errorf("--cluster-cidr: %q is not a CIDR", c.ClusterCIDR))
+	}
+	if p.serviceCIDR != nil && p.clusterCIDR != nil && (p.serviceCIDR.Contains(p.clusterCIDR.IP) || p.clusterCIDR.Contains(p.serviceCIDR.IP)) {
+		errs = append(errs, fmt.Errorf("--service-cidr %s overlaps --cluster-cidr %s", c.ServiceCIDR, c.ClusterCIDR))
+	}
+	if p.nodePorts, err = utilnet.ParsePortRange(c.ServiceNodePortRange); err != nil {
+		errs = append(errs, fmt.Errorf("--service-node-port-range: %w", err))
+	}
+	if c.HTTPSPort < 1 || c.HTTPSPort > 65535 {
+		errs = append(errs, fmt.Errorf("--https-listen-port: %d is not a valid port", c.HTTPSPort))
+	}
+	if c.WriteKubeconfigMode&^0o777 != 0 {
+		errs = append(errs, fmt.Errorf("--write-kubeconfig-mode: %o is not a file mode", c.WriteKubeconfigMode))
+	}
+	if c.DatastoreEndpoint != "" {
+		for _, u := range strings.Split(c.DatastoreEndpoint, ",") {
+			if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
+				errs = append(errs, fmt.Errorf("--datastore-endpoint: %q must be an http(s) etcd URL", u))
+			}
+		}
+	}
+	for _, port := range []struct {
+		flag string
+		v    int
+	}{{"--etcd-client-port", c.EtcdClientPort}, {"--etcd-peer-port", c.EtcdPeerPort}} {
+		if port.v < 1 || port.v > 65535 {
+			errs = append(errs, fmt.Errorf("%s: %d is not a valid port", port.flag, port.v))
+		}
+	}
+	return p, errors.Join(errs...)
+}
+
+// Server is `k1s server`.
+type Server struct {
+	cfg Config
+	p   *parsed
+}
+
+// New validates cfg. It starts nothing and writes nothing.
+func New(cfg Config) (*Server, error) {
+	cfg.SetDefaults()
+	p, err := cfg.parse()
+	if err != nil {
+		return nil, err
+	}
+	return &Server{cfg: cfg, p: p}, nil
+}
+
+// Paths under the data directory.
+func (s *Server) serverDir() string { return filepath.Join(s.cfg.DataDir, "server") }
+
+// AdminKubeconfigPath is the admin kubeconfig kept inside the data dir.
+func (s *Server) AdminKubeconfigPath() string {
+	return filepath.Join(s.serverDir(), "cred", "admin.kubeconfig")
+}
+
+// Run starts every component and blocks until ctx is cancelled or one fails.
+func (s *Server) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	if err := checkWritable(s.cfg.DataDir); err != nil {
+		return err
+	}
+	firstServiceIP := make(net.IP, len(s.p.serviceCIDR.IP))
+	copy(firstServiceIP, s.p.serviceCIDR.IP)
+	firstServiceIP[len(firstServiceIP)-1]++
+
+	hostname, _ := os.Hostname()
+	cluster, err := pki.Ensure(pki.Config{
+		Dir:           filepath.Join(s.serverDir(), "tls"),
+		Hostname:      hostname,
+		IPs:           []net.IP{s.p.nodeIP, s.p.advertise},
+		ServiceIP:     firstServiceIP,
+		SANs:          s.cfg.TLSSANs,
+		ClusterDomain: s.cfg.ClusterDomain,
+	})
+	if err != nil {
+		return fmt.Errorf("PKI: %w", err)
+	}
+	local := fmt.Sprintf("https://127.0.0.1:%d", s.cfg.HTTPSPort)
+	if err := pki.WriteKubeconfig(s.AdminKubeconfigPath(), local, cluster.ServerCA, cluster.Admin, 0o600); err != nil {
+		return err
+	}
+	for name, ck := range map[string]pki.CertKey{"controller": cluster.Controller, "scheduler": cluster.Scheduler} {
+		path := filepath.Join(s.serverDir(), "cred", name+".kubeconfig")
+		if err := pki.WriteKubeconfig(path, local, cluster.ServerCA, ck, 0o600); err != nil {
+			return err
+		}
+	}
+	if err := pki.WriteKubeconfig(s.cfg.WriteKubeconfig, local, cluster.ServerCA, cluster.Admin, s.cfg.WriteKubeconfigMode); err != nil {
+		return err
+	}
+
+	var tiers []supervisor.Tier
+	etcdServers := strings.Split(s.cfg.DatastoreEndpoint, ",")
+	etcdCA, etcdCert, etcdKey := s.cfg.DatastoreCAFile, s.cfg.DatastoreCertFile, s.cfg.DatastoreKeyFile
+	if s.cfg.DatastoreEndpoint == "" {
+		e, err := etcd.New(etcd.Config{
+			DataDir:       filepath.Join(s.serverDir(), "db", "etcd"),
+			ClientPort:    s.cfg.EtcdClientPort,
+			PeerPort:      s.cfg.EtcdPeerPort,
+			CertFile:      cluster.EtcdServer.CertFile,
+			KeyFile:       cluster.EtcdServer.KeyFile,
+			TrustedCAFile: cluster.EtcdCA.CertFile,
+		})
+		if err != nil {
+			return err
+		}
+		tiers = append(tiers, supervisor.Tier{{Name: "etcd", Component: e}})
+		etcdServers = []string{e.Endpoint()}
+		etcdCA, etcdCert, etcdKey = cluster.EtcdCA.CertFile, cluster.EtcdClient.CertFile, cluster.EtcdClient.KeyFile
+	}
+
+	api, err := apiserver.New(apiserver.Config{
+		BindAddress:                         s.p.bindAddress,
+		SecurePort:                          s.cfg.HTTPSPort,
+		AdvertiseAddress:                    s.p.advertise,
+		ServiceCIDR:                         s.p.serviceCIDR,
+		NodePortRange:                       *s.p.nodePorts,
+		ClusterDomain:                       s.cfg.ClusterDomain,
+		EtcdServers:                         etcdServers,
+		EtcdCAFile:                          etcdCA,
+		EtcdCertFile:                        etcdCert,
+		EtcdKeyFile:                         etcdKey,
+		ServingCertFile:                     cluster.APIServerServing.CertFile,
+		ServingKeyFile:                      cluster.APIServerServing.KeyFile,
+		ClientCAFile:                        cluster.ClientCA.CertFile,
+		ServerCAFile:                        cluster.ServerCA.CertFile,
+		AgentClientCertFile:                 cluster.APIServerClient.CertFile,
+		AgentClientKeyFile:                  cluster.APIServerClient.KeyFile,
+		ServiceAccountKeyFile:               filepath.Join(s.serverDir(), "tls", "service.key"),
+		DefaultNotReadyTolerationSeconds:    s.cfg.DefaultNotReadyTolerationSeconds,
+		DefaultUnreachableTolerationSeconds: s.cfg.DefaultUnreachableTolerationSeconds,
+	})
+	if err != nil {
+		return err
+	}
+	tiers = append(tiers, supervisor.Tier{{Name: "apiserver", Component: api}})
+
+	logger.Info("Starting k1s server", "dataDir", s.cfg.DataDir, "kubeconfig", s.cfg.WriteKubeconfig)
+	return supervisor.New(tiers...).Run(ctx)
+}
+
+func checkWritable(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("--data-dir: cannot create %s: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".k1s-write-test")
+	if err != nil {
+		return fmt.Errorf("--data-dir: %s is not writable: %w", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(name)
+}
+
+// DefaultNodeIP is the address of the interface that holds the default
+// route, or 127.0.0.1 when there is none.
+func DefaultNodeIP() net.IP {
+	ip, err := utilnet.ResolveBindAddress(net.IPv4zero)
+	if err != nil || ip == nil {
+		return net.IPv4(127, 0, 0, 1)
+	}
+	return ip
+}

@@ -30,9 +30,12 @@
 // spec.hard, and rejects a request that a quota matches while its
 // status.used lacks an entry for a hard resource ("status unknown for
 // quota"). Upstream a controller copies spec.hard to status.hard and
-// recomputes status.used; admission then only adds the usage of the
-// objects it admits. Until k1s has that controller, the ResourceQuota
-// registry should set the status to CalculateStatus(quota, registry) on
-// create and on spec update; usage then only ever grows (deletes are
-// not released) until the controller exists.
+// recomputes status.used, which also releases the usage of deleted
+// objects; admission only adds the usage of the objects it admits. Until
+// k1s has that controller, the ResourceQuota registry must set the status
+// itself on create and on spec update: CalculateStatus(quota, registry)
+// when it has a registry with synced listers (NewRegistry with
+// ListerFuncForFactory), else StatusFromSpec(quota, nil), which counts
+// objects that already exist as zero. Either way usage then only grows
+// (deletes are not released) until the controller exists.
 package resourcequota

@@ -14,6 +14,12 @@ import (
 // status.used, else zero. The ResourceQuota registry can set it on create
 // and on spec update while no controller maintains the status.
 func StatusFromSpec(rq *corev1.ResourceQuota, used corev1.ResourceList) corev1.ResourceQuotaStatus {
+	return statusFor(rq, used, true)
+}
+
+// statusFor builds the status; zeroFill gives hard resources without a
+// measured or previous usage a zero usage instead of none.
+func statusFor(rq *corev1.ResourceQuota, used corev1.ResourceList, zeroFill bool) corev1.ResourceQuotaStatus {
 	status := corev1.ResourceQuotaStatus{
 		Hard: corev1.ResourceList{},
 		Used: corev1.ResourceList{},
@@ -25,7 +31,7 @@ func StatusFromSpec(rq *corev1.ResourceQuota, used corev1.ResourceList) corev1.R
 			status.Used[name] = used[name].DeepCopy()
 		case hasQuantity(rq.Status.Used, name):
 			status.Used[name] = rq.Status.Used[name].DeepCopy()
-		default:
+		case zeroFill:
 			status.Used[name] = resource.Quantity{Format: q.Format}
 		}
 	}
@@ -39,12 +45,14 @@ func hasQuantity(l corev1.ResourceList, name corev1.ResourceName) bool {
 
 // CalculateStatus measures the usage of rq's hard resources in its
 // namespace with the registry's evaluators (whose listers must have
-// synced) and returns StatusFromSpec with that usage. On error the status
-// still holds what could be measured, the rest carried over from rq's
-// status or zero.
+// synced) and returns status.hard equal to spec.hard with that usage. A
+// hard resource that no evaluator tracks, or whose measurement failed,
+// keeps its previous usage or has none, so that admission reports the
+// quota's status as unknown rather than charging against a made-up zero.
+// On error the status still holds what could be measured.
 func CalculateStatus(rq *corev1.ResourceQuota, registry quota.Registry) (corev1.ResourceQuotaStatus, error) {
 	used, err := quota.CalculateUsage(rq.Namespace, rq.Spec.Scopes, rq.Spec.Hard, registry, rq.Spec.ScopeSelector)
-	status := StatusFromSpec(rq, used)
+	status := statusFor(rq, used, false)
 	if err != nil {
 		return status, fmt.Errorf("calculate usage of resource quota %s/%s: %w", rq.Namespace, rq.Name, err)
 	}

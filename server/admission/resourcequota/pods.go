@@ -84,6 +84,7 @@ func listFunc(f quota.ListerForResourceFunc, gvr schema.GroupVersionResource) ge
 	return generic.ListResourceUsingListerFunc(f, gvr)
 }
 
+// GroupResource returns the resource the evaluator measures.
 func (e *podEvaluator) GroupResource() schema.GroupResource { return podsGroupResource }
 
 // Constraints requires, for each cpu or memory quota resource in required,
@@ -149,10 +150,12 @@ func (e *podEvaluator) Handles(a admission.Attributes) bool {
 	return false
 }
 
+// Matches reports whether the quota limits a resource of item and item is in all its scopes.
 func (e *podEvaluator) Matches(rq *corev1.ResourceQuota, item runtime.Object) (bool, error) {
 	return generic.Matches(rq, item, e.MatchingResources, podMatchesScope)
 }
 
+// MatchingResources returns the names in input that the evaluator measures.
 func (e *podEvaluator) MatchingResources(input []corev1.ResourceName) []corev1.ResourceName {
 	result := quota.Intersection(input, podResourceNames)
 	for _, name := range input {
@@ -163,14 +166,17 @@ func (e *podEvaluator) MatchingResources(input []corev1.ResourceName) []corev1.R
 	return result
 }
 
+// MatchingScopes returns the scope selectors that item satisfies.
 func (e *podEvaluator) MatchingScopes(item runtime.Object, selectors []corev1.ScopedResourceSelectorRequirement) ([]corev1.ScopedResourceSelectorRequirement, error) {
 	return matchingScopes(item, selectors, podMatchesScope)
 }
 
+// UncoveredQuotaScopes returns the limited scopes no matched quota scope covers.
 func (e *podEvaluator) UncoveredQuotaScopes(limited, matched []corev1.ScopedResourceSelectorRequirement) ([]corev1.ScopedResourceSelectorRequirement, error) {
 	return uncoveredScopes(limited, matched), nil
 }
 
+// Usage returns the quota usage of item.
 func (e *podEvaluator) Usage(item runtime.Object) (corev1.ResourceList, error) {
 	pod, err := toPod(item)
 	if err != nil {
@@ -179,6 +185,7 @@ func (e *podEvaluator) Usage(item runtime.Object) (corev1.ResourceList, error) {
 	return PodUsage(pod, e.clock.Now()), nil
 }
 
+// UsageStats sums the usage of the stored objects in a namespace that match the scopes.
 func (e *podEvaluator) UsageStats(options quota.UsageStatsOptions) (quota.UsageStats, error) {
 	return generic.CalculateUsageStats(options, e.list, podMatchesScope, e.Usage)
 }

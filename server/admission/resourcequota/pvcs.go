@@ -50,8 +50,10 @@ func NewPVCEvaluator(f quota.ListerForResourceFunc) quota.Evaluator {
 	return &pvcEvaluator{list: listFunc(f, corev1.SchemeGroupVersion.WithResource("persistentvolumeclaims"))}
 }
 
+// GroupResource returns the resource the evaluator measures.
 func (e *pvcEvaluator) GroupResource() schema.GroupResource { return pvcsGroupResource }
 
+// Constraints has nothing to require of this resource.
 func (e *pvcEvaluator) Constraints([]corev1.ResourceName, runtime.Object) error { return nil }
 
 // Handles is true for creates and updates of claims proper, and for status
@@ -70,10 +72,12 @@ func (e *pvcEvaluator) Handles(a admission.Attributes) bool {
 	return false
 }
 
+// Matches reports whether the quota limits a resource of item and item is in all its scopes.
 func (e *pvcEvaluator) Matches(rq *corev1.ResourceQuota, item runtime.Object) (bool, error) {
 	return generic.Matches(rq, item, e.MatchingResources, pvcMatchesScope)
 }
 
+// MatchingResources returns the names in input that the evaluator measures.
 func (e *pvcEvaluator) MatchingResources(input []corev1.ResourceName) []corev1.ResourceName {
 	var result []corev1.ResourceName
 	for _, name := range input {
@@ -91,14 +95,17 @@ func (e *pvcEvaluator) MatchingResources(input []corev1.ResourceName) []corev1.R
 	return result
 }
 
+// MatchingScopes returns the scope selectors that item satisfies.
 func (e *pvcEvaluator) MatchingScopes(item runtime.Object, selectors []corev1.ScopedResourceSelectorRequirement) ([]corev1.ScopedResourceSelectorRequirement, error) {
 	return matchingScopes(item, selectors, pvcMatchesScope)
 }
 
+// UncoveredQuotaScopes returns the limited scopes no matched quota scope covers.
 func (e *pvcEvaluator) UncoveredQuotaScopes(limited, matched []corev1.ScopedResourceSelectorRequirement) ([]corev1.ScopedResourceSelectorRequirement, error) {
 	return uncoveredScopes(limited, matched), nil
 }
 
+// Usage returns the quota usage of item.
 func (e *pvcEvaluator) Usage(item runtime.Object) (corev1.ResourceList, error) {
 	pvc, err := toPVC(item)
 	if err != nil {
@@ -107,6 +114,7 @@ func (e *pvcEvaluator) Usage(item runtime.Object) (corev1.ResourceList, error) {
 	return PVCUsage(pvc), nil
 }
 
+// UsageStats sums the usage of the stored objects in a namespace that match the scopes.
 func (e *pvcEvaluator) UsageStats(options quota.UsageStatsOptions) (quota.UsageStats, error) {
 	return generic.CalculateUsageStats(options, e.list, pvcMatchesScope, e.Usage)
 }

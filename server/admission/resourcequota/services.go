@@ -36,8 +36,10 @@ func NewServiceEvaluator(f quota.ListerForResourceFunc) quota.Evaluator {
 	return &serviceEvaluator{list: listFunc(f, corev1.SchemeGroupVersion.WithResource("services"))}
 }
 
+// GroupResource returns the resource the evaluator measures.
 func (e *serviceEvaluator) GroupResource() schema.GroupResource { return servicesGroupResource }
 
+// Constraints has nothing to require of this resource.
 func (e *serviceEvaluator) Constraints([]corev1.ResourceName, runtime.Object) error { return nil }
 
 // Handles is true for creates and updates (the type may change) of
@@ -47,22 +49,27 @@ func (e *serviceEvaluator) Handles(a admission.Attributes) bool {
 	return a.GetSubresource() == "" && (op == admission.Create || op == admission.Update)
 }
 
+// Matches reports whether the quota limits a resource of item and item is in all its scopes.
 func (e *serviceEvaluator) Matches(rq *corev1.ResourceQuota, item runtime.Object) (bool, error) {
 	return generic.Matches(rq, item, e.MatchingResources, generic.MatchesNoScopeFunc)
 }
 
+// MatchingResources returns the names in input that the evaluator measures.
 func (e *serviceEvaluator) MatchingResources(input []corev1.ResourceName) []corev1.ResourceName {
 	return quota.Intersection(input, serviceResourceNames)
 }
 
+// MatchingScopes returns the scope selectors that item satisfies.
 func (e *serviceEvaluator) MatchingScopes(runtime.Object, []corev1.ScopedResourceSelectorRequirement) ([]corev1.ScopedResourceSelectorRequirement, error) {
 	return []corev1.ScopedResourceSelectorRequirement{}, nil
 }
 
+// UncoveredQuotaScopes returns the limited scopes no matched quota scope covers.
 func (e *serviceEvaluator) UncoveredQuotaScopes([]corev1.ScopedResourceSelectorRequirement, []corev1.ScopedResourceSelectorRequirement) ([]corev1.ScopedResourceSelectorRequirement, error) {
 	return []corev1.ScopedResourceSelectorRequirement{}, nil
 }
 
+// Usage returns the quota usage of item.
 func (e *serviceEvaluator) Usage(item runtime.Object) (corev1.ResourceList, error) {
 	svc, ok := item.(*corev1.Service)
 	if !ok || svc == nil {
@@ -71,6 +78,7 @@ func (e *serviceEvaluator) Usage(item runtime.Object) (corev1.ResourceList, erro
 	return ServiceUsage(svc), nil
 }
 
+// UsageStats sums the usage of the stored objects in a namespace that match the scopes.
 func (e *serviceEvaluator) UsageStats(options quota.UsageStatsOptions) (quota.UsageStats, error) {
 	return generic.CalculateUsageStats(options, e.list, generic.MatchesNoScopeFunc, e.Usage)
 }

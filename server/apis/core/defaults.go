@@ -518,9 +518,16 @@ func DefaultEndpoints(ep *corev1.Endpoints) {
 	}
 }
 
-// DefaultNode copies capacity into an unset allocatable and rounds the
-// resource lists; nothing else on a Node is defaulted.
+// DefaultNode keeps spec.podCIDR and spec.podCIDRs in step (upstream does
+// this in v1 conversion), copies capacity into an unset allocatable and
+// rounds the resource lists; nothing else on a Node is defaulted.
 func DefaultNode(n *corev1.Node) {
+	switch {
+	case len(n.Spec.PodCIDRs) == 0 && n.Spec.PodCIDR != "":
+		n.Spec.PodCIDRs = []string{n.Spec.PodCIDR}
+	case len(n.Spec.PodCIDRs) > 0 && n.Spec.PodCIDR == "":
+		n.Spec.PodCIDR = n.Spec.PodCIDRs[0]
+	}
 	st := &n.Status
 	if st.Allocatable == nil && st.Capacity != nil {
 		st.Allocatable = make(corev1.ResourceList, len(st.Capacity))

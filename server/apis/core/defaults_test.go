@@ -417,6 +417,16 @@ func TestDefaultOtherKinds(t *testing.T) {
 	if got := node.Status.Allocatable.Cpu().String(); got != "2" {
 		t.Errorf("allocatable aliases capacity")
 	}
+	cidr := &corev1.Node{Spec: corev1.NodeSpec{PodCIDR: "10.42.0.0/24"}}
+	DefaultNode(cidr)
+	if len(cidr.Spec.PodCIDRs) != 1 || cidr.Spec.PodCIDRs[0] != "10.42.0.0/24" {
+		t.Errorf("podCIDRs not filled from podCIDR: %v", cidr.Spec.PodCIDRs)
+	}
+	cidrs := &corev1.Node{Spec: corev1.NodeSpec{PodCIDRs: []string{"10.42.1.0/24", "fd00:42::/64"}}}
+	DefaultNode(cidrs)
+	if cidrs.Spec.PodCIDR != "10.42.1.0/24" {
+		t.Errorf("podCIDR not filled from podCIDRs: %q", cidrs.Spec.PodCIDR)
+	}
 }
 
 func TestDefaultLimitRange(t *testing.T) {

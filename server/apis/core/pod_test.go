@@ -558,3 +558,24 @@ func TestValidatePodBinding(t *testing.T) {
 		})
 	}
 }
+
+func TestValidatePodSpecEphemeralVolumeName(t *testing.T) {
+	spec := &corev1.PodSpec{
+		Volumes: []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
+			VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes: []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				Resources:   corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			}},
+		}}}},
+		Containers: []corev1.Container{{Name: "c", Image: "x:1"}},
+	}
+	DefaultPodSpec(spec)
+	path := field.NewPath("spec")
+	expectErrs(t, ValidatePodSpec(spec, nil, path))
+	expectErrs(t, ValidatePodSpec(spec, &metav1.ObjectMeta{Name: "ok"}, path))
+	// The generated claim name "<pod>-<volume>" must be a valid object name.
+	expectErrs(t, ValidatePodSpec(spec, &metav1.ObjectMeta{Name: strings.Repeat("a", 250)}, path), invalid("spec.volumes[0].name"))
+
+	spec.Volumes[0].Ephemeral.VolumeClaimTemplate.Name = "not-allowed"
+	expectErrs(t, ValidatePodSpec(spec, nil, path), forbidden("spec.volumes[0].ephemeral.volumeClaimTemplate.metadata"))
+}

@@ -61,11 +61,11 @@ func NormalizeServiceClusterIPs(newSvc, oldSvc *corev1.Service) {
 		}
 		return
 	}
-	os := &oldSvc.Spec
-	if len(os.ClusterIPs) > 0 && len(ns.ClusterIPs) == 0 && os.ClusterIP == ns.ClusterIP {
-		ns.ClusterIPs = os.ClusterIPs
+	oldSpec := &oldSvc.Spec
+	if len(oldSpec.ClusterIPs) > 0 && len(ns.ClusterIPs) == 0 && oldSpec.ClusterIP == ns.ClusterIP {
+		ns.ClusterIPs = oldSpec.ClusterIPs
 	}
-	if os.ClusterIP != ns.ClusterIP && sameStrings(os.ClusterIPs, ns.ClusterIPs) {
+	if oldSpec.ClusterIP != ns.ClusterIP && sameStrings(oldSpec.ClusterIPs, ns.ClusterIPs) {
 		if ns.ClusterIP == "" {
 			ns.ClusterIPs = nil
 		} else {

@@ -115,6 +115,11 @@ func TestGenerateJobSelector(t *testing.T) {
 	if got := job.Spec.Selector.MatchLabels; len(got) != 1 || got["batch.kubernetes.io/controller-uid"] != "0d3c-uid" {
 		t.Errorf("selector = %v", got)
 	}
+	// Job labels defaulted from the template share its map, so the
+	// generated labels appear on the Job as well (as upstream).
+	if job.Labels["batch.kubernetes.io/job-name"] != "pi" || job.Labels["app"] != "pi" {
+		t.Errorf("job labels = %v", job.Labels)
+	}
 	manual := newJob(func(j *batchv1.Job) {
 		j.Spec.ManualSelector = ptr.To(true)
 		j.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "pi"}}

@@ -60,6 +60,9 @@ func DefaultJob(job *batchv1.Job) {
 		}
 	}
 	if spec.Template.Labels != nil && len(job.Labels) == 0 {
+		// The map is shared, not copied, as upstream does: the labels
+		// GenerateJobSelector later adds to the template therefore show up
+		// on the Job too, which clients have come to expect.
 		job.Labels = spec.Template.Labels
 	}
 	if spec.CompletionMode == nil {

@@ -334,6 +334,11 @@ func TestValidateStatefulSet(t *testing.T) {
 	}{
 		{name: "valid, mounts a claim template", mutate: func(*appsv1.StatefulSet) {}},
 		{
+			name:   "mount of a volume that is neither declared nor a claim template",
+			mutate: func(ss *appsv1.StatefulSet) { ss.Spec.VolumeClaimTemplates[0].Name = "other" },
+			want:   []errKey{e(field.ErrorTypeNotFound, "spec.template.spec.containers[0].volumeMounts[0].name")},
+		},
+		{
 			name:   "name must be a DNS label",
 			mutate: func(ss *appsv1.StatefulSet) { ss.Name = "db.primary" },
 			want:   []errKey{e(field.ErrorTypeInvalid, "metadata.name")},

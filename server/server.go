@@ -52,7 +52,7 @@ type Config struct {
 	WriteKubeconfigMode os.FileMode
 	// DatastoreEndpoint selects an external etcd (--datastore-endpoint);
 	// empty means embedded etcd. Comma-separated URLs.
-	DatastoreEndpoint                                     string
+	DatastoreEndpoint                                    string
 	DatastoreCAFile, DatastoreCertFile, DatastoreKeyFile string
 	// EtcdClientPort and EtcdPeerPort are the embedded etcd's loopback ports
 	// (--etcd-client-port, --etcd-peer-port). Default 2379, 2380.

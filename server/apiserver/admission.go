@@ -21,7 +21,7 @@ type admissionPlugin struct {
 // the validating policies and webhooks, ResourceQuota.
 func (d *dependencies) applyAdmission(gc *genericapiserver.RecommendedConfig) error {
 	opts := genericoptions.NewAdmissionOptions()
-	before, after := d.admissionPlugins()
+	before, after := d.admissionPlugins(gc.DrainedNotify())
 	var order []string
 	for _, p := range before {
 		opts.Plugins.Register(p.name, p.factory)

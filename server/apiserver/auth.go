@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"crypto"
 	"fmt"
 	"os"
 
@@ -22,6 +23,10 @@ import (
 	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	sa "github.com/k1s/k1s/server/auth/serviceaccount"
+	"github.com/k1s/k1s/server/registry/core/service"
 )
 
 // publicPaths answer anonymous requests; every other anonymous request is 401.
@@ -33,9 +38,17 @@ type dependencies struct {
 	client    kubernetes.Interface
 	informers informers.SharedInformerFactory
 
+	logger klog.Logger
+	// serviceAllocators hand out cluster IPs and node ports.
+	serviceAllocators *service.Allocators
+
+	saKey               crypto.Signer
+	saGetter            sa.ServiceAccountTokenGetter
 	tokenAuthenticators []authenticator.Token
-	authorizer          authorizer.Authorizer
-	ruleResolver        authorizer.RuleResolver
+	// requestAuthenticator authenticates credentials (no anonymous): TokenReview uses it.
+	requestAuthenticator authenticator.Request
+	authorizer           authorizer.Authorizer
+	ruleResolver         authorizer.RuleResolver
 }
 
 // applyAuth configures authentication (client certificates, bearer tokens,
@@ -67,8 +80,9 @@ func (d *dependencies) applyAuth(gc *genericapiserver.RecommendedConfig) error {
 	for _, p := range publicPaths {
 		anonConditions = append(anonConditions, apiserver.AnonymousAuthCondition{Path: p})
 	}
+	d.requestAuthenticator = group.NewAuthenticatedGroupAdder(requestunion.New(reqAuth...))
 	gc.Authentication.Authenticator = requestunion.NewFailOnError(
-		group.NewAuthenticatedGroupAdder(requestunion.New(reqAuth...)),
+		d.requestAuthenticator,
 		anonymous.NewAuthenticator(anonConditions),
 	)
 

@@ -1,13 +1,45 @@
 package apiserver
 
 import (
+	"crypto"
+	"fmt"
+
+	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	authzunion "k8s.io/apiserver/pkg/authorization/union"
+
+	"github.com/k1s/k1s/server/auth/bootstraptoken"
+	sa "github.com/k1s/k1s/server/auth/serviceaccount"
 )
 
 // buildTokenAuthenticators sets the bearer-token authenticators:
-// service-account tokens and bootstrap tokens.
+// service-account tokens (bound and legacy) and bootstrap tokens.
 func (d *dependencies) buildTokenAuthenticators() error {
+	key, created, err := sa.LoadOrCreateSigningKey(d.cfg.ServiceAccountKeyFile)
+	if err != nil {
+		return fmt.Errorf("service-account signing key: %w", err)
+	}
+	if created {
+		d.logger.Info("Created service-account signing key", "path", d.cfg.ServiceAccountKeyFile)
+	}
+	d.saKey = key
+	core := d.informers.Core().V1()
+	// Listers first, the API when the informer has not seen an object yet
+	// (a token is asked for right after its pod is created).
+	d.saGetter = sa.WithFallback(
+		sa.NewListerGetter(core.ServiceAccounts().Lister(), core.Pods().Lister(), core.Secrets().Lister(), core.Nodes().Lister()),
+		sa.NewClientGetter(d.client),
+	)
+	saAuth, err := sa.NewAuthenticator(sa.AuthenticatorConfig{
+		Issuers:      []string{d.cfg.ServiceAccountIssuer},
+		APIAudiences: d.cfg.APIAudiences,
+		PublicKeys:   []crypto.PublicKey{key.Public()},
+	}, d.saGetter, nil)
+	if err != nil {
+		return fmt.Errorf("service-account authenticator: %w", err)
+	}
+	boot := authenticator.WrapAudienceAgnosticToken(d.cfg.APIAudiences, bootstraptoken.New(core.Secrets().Lister(), nil))
+	d.tokenAuthenticators = []authenticator.Token{saAuth, boot}
 	return nil
 }
 
@@ -16,8 +48,7 @@ func (d *dependencies) buildAuthorizers() ([]authzunion.NamedAuthorizer, []autho
 	return nil, nil, nil
 }
 
-// admissionPlugins returns k1s's plugins that run before the generic
-// policies and webhooks, and those that run after them.
-func (d *dependencies) admissionPlugins() (before, after []admissionPlugin) {
-	return nil, nil
+// nodeAdmission returns the NodeRestriction plugin.
+func (d *dependencies) nodeAdmission() []admissionPlugin {
+	return nil
 }

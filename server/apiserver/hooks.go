@@ -3,12 +3,18 @@ package apiserver
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/klog/v2"
+
+	"github.com/k1s/k1s/server/apis/scheduling"
+	"github.com/k1s/k1s/server/auth/rbac/bootstrappolicy"
 )
 
 // SystemNamespaces exist in every cluster and cannot be deleted.
@@ -43,5 +49,43 @@ func (d *dependencies) bootstrap(ctx context.Context) error {
 			logger.V(2).Info("Created system namespace", "namespace", name)
 		}
 	}
+	for _, pc := range scheduling.SystemPriorityClasses() {
+		_, err := d.client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create priority class %s: %w", pc.Name, err)
+		}
+	}
+	if err := bootstrappolicy.Reconcile(ctx, d.client); err != nil {
+		return fmt.Errorf("default RBAC policy: %w", err)
+	}
+	ks := &kubernetesService{
+		client:    d.client,
+		clusterIP: d.cfg.FirstServiceIP(),
+		address:   d.cfg.AdvertiseAddress,
+		port:      int32(d.cfg.SecurePort),
+		interval:  10 * time.Second,
+	}
+	if err := ks.reconcile(ctx); err != nil {
+		return err
+	}
+	go ks.run(ctx)
+	go d.repairServiceAllocations(ctx)
 	return nil
+}
+
+// repairServiceAllocations frees cluster IPs and node ports that no service
+// owns (left by a crash between allocation and storage), at start and every
+// ten minutes.
+func (d *dependencies) repairServiceAllocations(ctx context.Context) {
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
+		list, err := d.client.CoreV1().Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Failed to list services for allocation repair")
+			return
+		}
+		rv, _ := strconv.ParseInt(list.ResourceVersion, 10, 64)
+		if err := d.serviceAllocators.Repair(ctx, list.Items, rv); err != nil {
+			klog.FromContext(ctx).Error(err, "Failed to repair service allocations")
+		}
+	}, 10*time.Minute)
 }

@@ -47,6 +47,7 @@ func (d *dependencies) installAPIs(server *genericapiserver.GenericAPIServer, op
 	if err := d.addSubresources(set); err != nil {
 		return err
 	}
+	d.serviceAllocators.Install(set.stores[schema.GroupResource{Resource: "services"}].Store)
 
 	// The legacy core group is served under /api.
 	core := schema.GroupVersion{Version: "v1"}

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"strconv"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -21,8 +22,13 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/storage"
 
+	"github.com/k1s/k1s/server/admission/resourcequota"
+	batchapi "github.com/k1s/k1s/server/apis/batch"
 	"github.com/k1s/k1s/server/printers"
 	"github.com/k1s/k1s/server/registry"
+	csrregistry "github.com/k1s/k1s/server/registry/certificates"
+	"github.com/k1s/k1s/server/registry/core/namespace"
+	"github.com/k1s/k1s/server/registry/core/pod"
 )
 
 // res is shorthand for a Resource of group version gv.
@@ -54,6 +60,8 @@ func resources() []*registry.Resource {
 	add(res(core, "namespaces", "Namespace", false, func() runtime.Object { return &corev1.Namespace{} }, func() runtime.Object { return &corev1.NamespaceList{} }), func(r *registry.Resource) {
 		r.ShortNames = []string{"ns"}
 		r.Status = true
+		r.PrepareForCreate = namespace.PrepareForCreate
+		r.PrepareForUpdate = namespace.PrepareForUpdate
 		r.Fields = func(obj runtime.Object) fields.Set {
 			return fields.Set{"status.phase": string(obj.(*corev1.Namespace).Status.Phase)}
 		}
@@ -62,6 +70,8 @@ func resources() []*registry.Resource {
 		r.ShortNames = []string{"po"}
 		r.Categories = []string{"all"}
 		r.Status = true
+		r.PrepareForCreate = pod.PrepareForCreate
+		r.GracefulDelete = pod.GracefulDelete
 		r.Fields = podFields
 		r.TriggerFuncs = storage.IndexerFuncs{"spec.nodeName": func(obj runtime.Object) string {
 			return obj.(*corev1.Pod).Spec.NodeName
@@ -107,14 +117,30 @@ func resources() []*registry.Resource {
 	add(res(core, "persistentvolumes", "PersistentVolume", false, func() runtime.Object { return &corev1.PersistentVolume{} }, func() runtime.Object { return &corev1.PersistentVolumeList{} }), func(r *registry.Resource) {
 		r.ShortNames = []string{"pv"}
 		r.Status = true
+		r.PrepareForCreate = func(_ context.Context, obj runtime.Object) {
+			obj.(*corev1.PersistentVolume).Status.Phase = corev1.VolumePending
+		}
 	})
 	add(res(core, "persistentvolumeclaims", "PersistentVolumeClaim", true, func() runtime.Object { return &corev1.PersistentVolumeClaim{} }, func() runtime.Object { return &corev1.PersistentVolumeClaimList{} }), func(r *registry.Resource) {
 		r.ShortNames = []string{"pvc"}
 		r.Status = true
+		r.PrepareForCreate = func(_ context.Context, obj runtime.Object) {
+			obj.(*corev1.PersistentVolumeClaim).Status.Phase = corev1.ClaimPending
+		}
 	})
 	add(res(core, "resourcequotas", "ResourceQuota", true, func() runtime.Object { return &corev1.ResourceQuota{} }, func() runtime.Object { return &corev1.ResourceQuotaList{} }), func(r *registry.Resource) {
 		r.ShortNames = []string{"quota"}
 		r.Status = true
+		// Until the resourcequota controller keeps status.used, the registry
+		// publishes status.hard so admission enforces the quota.
+		r.PrepareForCreate = func(_ context.Context, obj runtime.Object) {
+			q := obj.(*corev1.ResourceQuota)
+			q.Status = resourcequota.StatusFromSpec(q, nil)
+		}
+		r.PrepareForUpdate = func(_ context.Context, obj, old runtime.Object) {
+			q := obj.(*corev1.ResourceQuota)
+			q.Status = resourcequota.StatusFromSpec(q, old.(*corev1.ResourceQuota).Status.Used)
+		}
 	})
 	add(res(core, "limitranges", "LimitRange", true, func() runtime.Object { return &corev1.LimitRange{} }, func() runtime.Object { return &corev1.LimitRangeList{} }), func(r *registry.Resource) {
 		r.ShortNames = []string{"limits"}
@@ -161,6 +187,14 @@ func resources() []*registry.Resource {
 	add(res(batch, "jobs", "Job", true, func() runtime.Object { return &batchv1.Job{} }, func() runtime.Object { return &batchv1.JobList{} }), func(r *registry.Resource) {
 		r.Categories = []string{"all"}
 		r.Status = true
+		r.PrepareForCreate = func(_ context.Context, obj runtime.Object) {
+			job := obj.(*batchv1.Job)
+			batchapi.GenerateJobSelector(job)
+			batchapi.DropDisabledJobFields(&job.Spec, nil)
+		}
+		r.PrepareForUpdate = func(_ context.Context, obj, old runtime.Object) {
+			batchapi.DropDisabledJobFields(&obj.(*batchv1.Job).Spec, &old.(*batchv1.Job).Spec)
+		}
 		r.Fields = func(obj runtime.Object) fields.Set {
 			return fields.Set{"status.successful": strconv.Itoa(int(obj.(*batchv1.Job).Status.Succeeded))}
 		}
@@ -210,6 +244,8 @@ func resources() []*registry.Resource {
 	add(res(certificatesv1.SchemeGroupVersion, "certificatesigningrequests", "CertificateSigningRequest", false, func() runtime.Object { return &certificatesv1.CertificateSigningRequest{} }, func() runtime.Object { return &certificatesv1.CertificateSigningRequestList{} }), func(r *registry.Resource) {
 		r.ShortNames = []string{"csr"}
 		r.Status = true
+		r.PrepareForCreate = csrregistry.PrepareForCreate
+		r.PrepareForStatusUpdate = csrregistry.PrepareForStatusUpdate
 		r.Fields = func(obj runtime.Object) fields.Set {
 			return fields.Set{"spec.signerName": obj.(*certificatesv1.CertificateSigningRequest).Spec.SignerName}
 		}

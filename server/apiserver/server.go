@@ -6,26 +6,28 @@ import (
 	"strings"
 	"time"
 
-	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
-	apiextensionsoptions "k8s.io/apiextensions-apiserver/pkg/cmd/server/options"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apiextensionsv1beta1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1beta1"
+	apiextensionsapiserver "k8s.io/apiextensions-apiserver/pkg/apiserver"
+	apiextensionsoptions "k8s.io/apiextensions-apiserver/pkg/cmd/server/options"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
+	discoveryaggregated "k8s.io/apiserver/pkg/endpoints/discovery/aggregated"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	serverstorage "k8s.io/apiserver/pkg/server/storage"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
-	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	utilcompatibility "k8s.io/apiserver/pkg/util/compatibility"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/k1s/k1s/server/apiserver/openapi"
+	"github.com/k1s/k1s/server/registry/core/service"
 	"github.com/k1s/k1s/server/scheme"
 )
 
@@ -65,7 +67,16 @@ func (s *Server) Run(ctx context.Context) error {
 	gc.SharedInformerFactory = factory
 	gc.ClientConfig = gc.LoopbackClientConfig
 
-	deps := &dependencies{cfg: &s.cfg, client: client, informers: factory}
+	etcdClient, err := newEtcdClient(&s.cfg)
+	if err != nil {
+		return err
+	}
+	defer etcdClient.Close()
+	deps := &dependencies{cfg: &s.cfg, client: client, informers: factory, logger: logger,
+		serviceAllocators: &service.Allocators{
+			IPs:   service.NewIPAllocator(etcdClient, s.cfg.EtcdPrefix+"/k1s/serviceips/", s.cfg.ServiceCIDR),
+			Ports: service.NewPortAllocator(etcdClient, s.cfg.EtcdPrefix+"/k1s/nodeports/", s.cfg.NodePortRange),
+		}}
 	if err := deps.applyAuth(gc); err != nil {
 		return err
 	}
@@ -114,10 +125,10 @@ func (s *Server) Run(ctx context.Context) error {
 // specialPrefixes keeps upstream's etcd key layout, so etcd tooling written
 // for Kubernetes finds objects where it expects them.
 var specialPrefixes = map[schema.GroupResource]string{
-	{Group: "", Resource: "replicationcontrollers"}: "controllers",
-	{Group: "", Resource: "endpoints"}:              "services/endpoints",
-	{Group: "", Resource: "nodes"}:                  "minions",
-	{Group: "", Resource: "services"}:               "services/specs",
+	{Group: "", Resource: "replicationcontrollers"}:     "controllers",
+	{Group: "", Resource: "endpoints"}:                  "services/endpoints",
+	{Group: "", Resource: "nodes"}:                      "minions",
+	{Group: "", Resource: "services"}:                   "services/specs",
 	{Group: "networking.k8s.io", Resource: "ingresses"}: "ingress",
 }
 
@@ -125,6 +136,9 @@ func (s *Server) genericConfig() (*genericapiserver.RecommendedConfig, *generico
 	gc := genericapiserver.NewRecommendedConfig(scheme.Codecs)
 	gc.RequestTimeout = 60 * time.Second
 	gc.FeatureGate = utilfeature.DefaultFeatureGate
+	// One aggregated-discovery manager for the core and CRD servers, so
+	// /apis lists built-in and custom groups together.
+	gc.AggregatedDiscoveryGroupManager = discoveryaggregated.NewResourceManager("apis")
 	gc.EffectiveVersion = utilcompatibility.DefaultBuildEffectiveVersion()
 
 	namer := openapinamer.NewDefinitionNamer(scheme.Scheme, apiextensionsapiserver.Scheme)

@@ -1,8 +1,68 @@
 package apiserver
 
-// addSubresources adds the subresources that are more than a status:
-// pods/binding, pods/eviction, pods/log and the streaming ones, scale,
-// serviceaccounts/token, namespaces/finalize, CSR approval, and the review APIs.
+import (
+	"fmt"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	sa "github.com/k1s/k1s/server/auth/serviceaccount"
+	"github.com/k1s/k1s/server/registry"
+	authnregistry "github.com/k1s/k1s/server/registry/authentication"
+	authzregistry "github.com/k1s/k1s/server/registry/authorization"
+	csrregistry "github.com/k1s/k1s/server/registry/certificates"
+	"github.com/k1s/k1s/server/registry/core/namespace"
+	"github.com/k1s/k1s/server/registry/core/pod"
+	"github.com/k1s/k1s/server/registry/core/serviceaccounttoken"
+	"github.com/k1s/k1s/server/registry/scale"
+)
+
+// addSubresources adds what is more than a stored object or its status:
+// the review APIs, serviceaccounts/token, and (in their own files) pod
+// binding, eviction, logs and streaming, scale, namespace finalize and CSR
+// approval.
 func (d *dependencies) addSubresources(set *storageSet) error {
+	authn := authenticationv1.SchemeGroupVersion
+	set.add(authn, "tokenreviews", authnregistry.NewTokenReviewREST(d.requestAuthenticator, d.cfg.APIAudiences))
+	set.add(authn, "selfsubjectreviews", authnregistry.NewSelfSubjectReviewREST(nil))
+
+	authz := authorizationv1.SchemeGroupVersion
+	set.add(authz, "subjectaccessreviews", authzregistry.NewSubjectAccessReviewREST(d.authorizer))
+	set.add(authz, "selfsubjectaccessreviews", authzregistry.NewSelfSubjectAccessReviewREST(d.authorizer))
+	set.add(authz, "localsubjectaccessreviews", authzregistry.NewLocalSubjectAccessReviewREST(d.authorizer))
+	set.add(authz, "selfsubjectrulesreviews", authzregistry.NewSelfSubjectRulesReviewREST(d.ruleResolver))
+
+	gen, err := sa.NewTokenGenerator(d.cfg.ServiceAccountIssuer, d.saKey)
+	if err != nil {
+		return fmt.Errorf("service-account token generator: %w", err)
+	}
+	tokens, err := serviceaccounttoken.NewREST(gen, d.saGetter, serviceaccounttoken.Config{
+		APIAudiences:  d.cfg.APIAudiences,
+		MaxExpiration: d.cfg.ServiceAccountMaxTokenExpiration,
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("serviceaccounts/token: %w", err)
+	}
+	core := corev1.SchemeGroupVersion
+	set.add(core, "serviceaccounts/token", tokens)
+
+	nsStore := set.stores[corev1.Resource("namespaces")]
+	set.add(core, "namespaces", &namespace.REST{Store: nsStore})
+	set.add(core, "namespaces/finalize", namespace.NewFinalizeREST(nsStore.Store))
+
+	for gr, acc := range scaleAccessors {
+		st := set.stores[gr]
+		set.add(st.Resource.GVR.GroupVersion(), gr.Resource+"/scale", scale.NewREST(st.Store, acc))
+	}
+
+	csrs := set.stores[certificatesv1.Resource("certificatesigningrequests")]
+	set.add(certificatesv1.SchemeGroupVersion, "certificatesigningrequests/approval",
+		registry.NewUpdateSubresource(csrs.Store, csrregistry.PrepareForApproval, csrregistry.ValidateApproval))
+
+	pods := set.stores[corev1.Resource("pods")].Store
+	set.add(core, "pods/binding", pod.NewBindingREST(pods))
+	set.add(core, "pods/eviction", pod.NewEvictionREST(pods, d.client.PolicyV1()))
 	return nil
 }

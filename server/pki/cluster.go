@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Well-known identities of the built-in clients.

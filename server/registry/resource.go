@@ -88,8 +88,8 @@ type Store struct {
 
 // Shortnames and categories for discovery.
 var (
-	_ rest.ShortNamesProvider  = &Store{}
-	_ rest.CategoriesProvider  = &Store{}
+	_ rest.ShortNamesProvider   = &Store{}
+	_ rest.CategoriesProvider   = &Store{}
 	_ rest.SingularNameProvider = &Store{}
 )
 
@@ -233,13 +233,15 @@ func (s *strategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) 
 	return s.r.ValidateUpdate(ctx, obj, old)
 }
 
-func (s *strategy) WarningsOnCreate(context.Context, runtime.Object) []string       { return nil }
+func (s *strategy) WarningsOnCreate(context.Context, runtime.Object) []string { return nil }
 func (s *strategy) WarningsOnUpdate(context.Context, runtime.Object, runtime.Object) []string {
 	return nil
 }
-func (s *strategy) Canonicalize(runtime.Object)                 {}
-func (s *strategy) AllowCreateOnUpdate(context.Context) bool     { return s.r.AllowCreateOnUpdate }
-func (s *strategy) AllowUnconditionalUpdate(context.Context) bool { return !s.r.DisallowUnconditionalUpd }
+func (s *strategy) Canonicalize(runtime.Object)              {}
+func (s *strategy) AllowCreateOnUpdate(context.Context) bool { return s.r.AllowCreateOnUpdate }
+func (s *strategy) AllowUnconditionalUpdate(context.Context) bool {
+	return !s.r.DisallowUnconditionalUpd
+}
 
 func (s *strategy) CheckGracefulDelete(ctx context.Context, obj runtime.Object, options *metav1.DeleteOptions) bool {
 	if s.r.GracefulDelete == nil {

@@ -5,6 +5,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -49,4 +50,28 @@ func (r *StatusREST) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 // ConvertToTable prints the object as its main resource does.
 func (r *StatusREST) ConvertToTable(ctx context.Context, object runtime.Object, tableOptions runtime.Object) (*metav1.Table, error) {
 	return r.store.ConvertToTable(ctx, object, tableOptions)
+}
+
+// NewUpdateSubresource returns a StatusREST-shaped storage over a copy of
+// store whose updates run prepare and validate instead of the main
+// strategy's (e.g. certificatesigningrequests/approval).
+func NewUpdateSubresource(store *genericregistry.Store, prepare func(ctx context.Context, obj, old runtime.Object), validate func(ctx context.Context, obj, old runtime.Object) field.ErrorList) *StatusREST {
+	s := *store
+	s.UpdateStrategy = &hookStrategy{RESTUpdateStrategy: store.UpdateStrategy, prepare: prepare, validate: validate}
+	s.ResetFieldsStrategy = nil
+	return &StatusREST{store: &s}
+}
+
+type hookStrategy struct {
+	rest.RESTUpdateStrategy
+	prepare  func(ctx context.Context, obj, old runtime.Object)
+	validate func(ctx context.Context, obj, old runtime.Object) field.ErrorList
+}
+
+func (h *hookStrategy) PrepareForUpdate(ctx context.Context, obj, old runtime.Object) {
+	h.prepare(ctx, obj, old)
+}
+
+func (h *hookStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Object) field.ErrorList {
+	return h.validate(ctx, obj, old)
 }

@@ -32,6 +32,20 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+
+	"github.com/k1s/k1s/server/apis/apps"
+	"github.com/k1s/k1s/server/apis/autoscaling"
+	"github.com/k1s/k1s/server/apis/batch"
+	"github.com/k1s/k1s/server/apis/certificates"
+	"github.com/k1s/k1s/server/apis/coordination"
+	"github.com/k1s/k1s/server/apis/core"
+	"github.com/k1s/k1s/server/apis/discovery"
+	"github.com/k1s/k1s/server/apis/events"
+	"github.com/k1s/k1s/server/apis/networking"
+	"github.com/k1s/k1s/server/apis/policy"
+	"github.com/k1s/k1s/server/apis/rbac"
+	"github.com/k1s/k1s/server/apis/scheduling"
+	"github.com/k1s/k1s/server/apis/storage"
 )
 
 var (
@@ -82,6 +96,23 @@ var addToScheme = []func(*runtime.Scheme) error{
 	admissionregistrationv1.AddToScheme,
 }
 
+// registerDefaults are the defaulting functions of each served group.
+var registerDefaults = []func(*runtime.Scheme) error{
+	core.RegisterDefaults,
+	apps.RegisterDefaults,
+	batch.RegisterDefaults,
+	autoscaling.RegisterDefaults,
+	coordination.RegisterDefaults,
+	discovery.RegisterDefaults,
+	events.RegisterDefaults,
+	rbac.RegisterDefaults,
+	storage.RegisterDefaults,
+	networking.RegisterDefaults,
+	policy.RegisterDefaults,
+	scheduling.RegisterDefaults,
+	certificates.RegisterDefaults,
+}
+
 // kinds registered by metav1.AddToGroupVersion that have their own internal forms.
 var metaKinds = map[string]bool{
 	"WatchEvent": true, "ListOptions": true, "GetOptions": true, "DeleteOptions": true,
@@ -124,6 +155,11 @@ func AddToScheme(s *runtime.Scheme) error {
 		&metav1.APIGroup{},
 		&metav1.APIResourceList{},
 	)
+	for _, reg := range registerDefaults {
+		if err := reg(s); err != nil {
+			return err
+		}
+	}
 	if err := addQueryConversions(s); err != nil {
 		return err
 	}

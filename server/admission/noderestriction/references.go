@@ -41,19 +41,36 @@ func apiObjectReference(pod *corev1.Pod) (string, error) {
 	for i := range pod.Spec.EphemeralContainers {
 		visit((*corev1.Container)(&pod.Spec.EphemeralContainers[i].EphemeralContainerCommon))
 	}
-	// Volume plugins that name a secret.
+	// Secrets and configmaps named by volumes.
 	for _, v := range pod.Spec.Volumes {
 		switch {
-		case v.AzureFile != nil && v.AzureFile.SecretName != "",
-			v.CephFS != nil && v.CephFS.SecretRef != nil,
-			v.Cinder != nil && v.Cinder.SecretRef != nil,
-			v.FlexVolume != nil && v.FlexVolume.SecretRef != nil,
-			v.RBD != nil && v.RBD.SecretRef != nil,
-			v.ScaleIO != nil && v.ScaleIO.SecretRef != nil,
-			v.ISCSI != nil && v.ISCSI.SecretRef != nil,
-			v.StorageOS != nil && v.StorageOS.SecretRef != nil,
-			v.CSI != nil && v.CSI.NodePublishSecretRef != nil:
-			secrets = true
+		case v.AzureFile != nil:
+			secrets = secrets || v.AzureFile.SecretName != ""
+		case v.CephFS != nil:
+			secrets = secrets || named(v.CephFS.SecretRef)
+		case v.Cinder != nil:
+			secrets = secrets || named(v.Cinder.SecretRef)
+		case v.FlexVolume != nil:
+			secrets = secrets || named(v.FlexVolume.SecretRef)
+		case v.RBD != nil:
+			secrets = secrets || named(v.RBD.SecretRef)
+		case v.ScaleIO != nil:
+			secrets = secrets || named(v.ScaleIO.SecretRef)
+		case v.ISCSI != nil:
+			secrets = secrets || named(v.ISCSI.SecretRef)
+		case v.StorageOS != nil:
+			secrets = secrets || named(v.StorageOS.SecretRef)
+		case v.CSI != nil:
+			secrets = secrets || named(v.CSI.NodePublishSecretRef)
+		case v.Secret != nil:
+			secrets = secrets || v.Secret.SecretName != ""
+		case v.Projected != nil:
+			for _, src := range v.Projected.Sources {
+				secrets = secrets || (src.Secret != nil && src.Secret.Name != "")
+				configMaps = configMaps || (src.ConfigMap != nil && src.ConfigMap.Name != "")
+			}
+		case v.ConfigMap != nil:
+			configMaps = configMaps || v.ConfigMap.Name != ""
 		}
 	}
 	if secrets {
@@ -112,4 +129,8 @@ func apiObjectReference(pod *corev1.Pod) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+func named(r *corev1.LocalObjectReference) bool {
+	return r != nil && r.Name != ""
 }

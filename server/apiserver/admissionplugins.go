@@ -1,0 +1,42 @@
+package apiserver
+
+import (
+	"io"
+
+	"k8s.io/apiserver/pkg/admission"
+
+	"github.com/k1s/k1s/server/admission/defaulttolerationseconds"
+	"github.com/k1s/k1s/server/admission/limitranger"
+	"github.com/k1s/k1s/server/admission/priority"
+	"github.com/k1s/k1s/server/admission/resourcequota"
+	"github.com/k1s/k1s/server/admission/serviceaccount"
+)
+
+// admissionPlugins returns k1s's plugins in upstream's order: those that run
+// before the generic policies and webhooks, and those that run after them.
+func (d *dependencies) admissionPlugins(drained <-chan struct{}) (before, after []admissionPlugin) {
+	factory := func(build func() (admission.Interface, error)) admission.Factory {
+		return func(io.Reader) (admission.Interface, error) { return build() }
+	}
+	before = []admissionPlugin{
+		{limitranger.Name, factory(func() (admission.Interface, error) { return limitranger.New(d.client, d.informers) })},
+		{serviceaccount.Name, factory(func() (admission.Interface, error) { return serviceaccount.New(d.client, d.informers) })},
+	}
+	before = append(before, d.nodeAdmission()...)
+	before = append(before,
+		admissionPlugin{priority.Name, factory(func() (admission.Interface, error) { return priority.New(d.informers, priority.Config{}) })},
+		admissionPlugin{defaulttolerationseconds.Name, factory(func() (admission.Interface, error) {
+			return defaulttolerationseconds.New(defaulttolerationseconds.Config{
+				NotReadyTolerationSeconds:    d.cfg.DefaultNotReadyTolerationSeconds,
+				UnreachableTolerationSeconds: d.cfg.DefaultUnreachableTolerationSeconds,
+			})
+		})},
+	)
+	after = []admissionPlugin{
+		{resourcequota.Name, factory(func() (admission.Interface, error) {
+			reg := resourcequota.NewRegistry(nil)
+			return resourcequota.NewAdmission(d.client, d.informers, resourcequota.NewConfiguration(reg), nil, drained)
+		})},
+	}
+	return before, after
+}

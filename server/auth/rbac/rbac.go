@@ -108,7 +108,7 @@ func (a *Authorizer) Authorize(ctx context.Context, attrs authorizer.Attributes)
 	if allowedBy != "" {
 		return authorizer.DecisionAllow, "RBAC: allowed by " + allowedBy, nil
 	}
-	if logger := klog.FromContext(ctx).V(5); logger.Enabled() {
+	if logger := klog.FromContext(ctx).V(5); logger.Enabled() && attrs.GetUser() != nil {
 		logger.Info("RBAC: no rule allows the request", "user", attrs.GetUser().GetName(),
 			"groups", attrs.GetUser().GetGroups(), "verb", attrs.GetVerb(), "resource", attrs.GetResource(),
 			"subresource", attrs.GetSubresource(), "apiGroup", attrs.GetAPIGroup(), "name", attrs.GetName(),

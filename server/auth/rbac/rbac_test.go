@@ -179,3 +179,11 @@ func TestEvaluateConditionsUnsupported(t *testing.T) {
 		t.Fatalf("EvaluateConditions = %v, %v; want Deny, ErrorConditionEvaluationNotSupported", d, err)
 	}
 }
+
+func TestAuthorizeWithoutUser(t *testing.T) {
+	a := newAuthorizer(t, fixture()...)
+	d, reason, err := a.Authorize(context.Background(), authorizer.AttributesRecord{Verb: "get", Resource: "pods", ResourceRequest: true})
+	if d != authorizer.DecisionNoOpinion || reason != "" || err != nil {
+		t.Fatalf("Authorize without user = %v, %q, %v; want NoOpinion", d, reason, err)
+	}
+}

@@ -163,9 +163,13 @@ func (c *Config) parse() (*parsed, error) {
 
 // Server is `k1s server`.
 type Server struct {
-	cfg Config
-	p   *parsed
+	cfg   Config
+	p     *parsed
+	ready chan struct{}
 }
+
+// Ready is closed once the apiserver serves and its bootstrap is done.
+func (s *Server) Ready() <-chan struct{} { return s.ready }
 
 // New validates cfg. It starts nothing and writes nothing.
 func New(cfg Config) (*Server, error) {
@@ -174,7 +178,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, p: p}, nil
+	return &Server{cfg: cfg, p: p, ready: make(chan struct{})}, nil
 }
 
 // Paths under the data directory.
@@ -266,6 +270,13 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	tiers = append(tiers, supervisor.Tier{{Name: "apiserver", Component: api}})
+	go func() {
+		select {
+		case <-api.Ready():
+			close(s.ready)
+		case <-ctx.Done():
+		}
+	}()
 
 	logger.Info("Starting k1s server", "dataDir", s.cfg.DataDir, "kubeconfig", s.cfg.WriteKubeconfig)
 	return supervisor.New(tiers...).Run(ctx)

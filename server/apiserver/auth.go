@@ -25,6 +25,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/k1s/k1s/server/auth/node"
+	"github.com/k1s/k1s/server/auth/rbac"
 	sa "github.com/k1s/k1s/server/auth/serviceaccount"
 	"github.com/k1s/k1s/server/registry/core/service"
 )
@@ -49,6 +51,8 @@ type dependencies struct {
 	requestAuthenticator authenticator.Request
 	authorizer           authorizer.Authorizer
 	ruleResolver         authorizer.RuleResolver
+	rbac                 *rbac.Authorizer
+	nodeAuthz            *node.Authorizer
 }
 
 // applyAuth configures authentication (client certificates, bearer tokens,

@@ -3,12 +3,18 @@ package apiserver
 import (
 	"crypto"
 	"fmt"
+	"io"
 
+	"k8s.io/apiserver/pkg/admission"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
 	authzunion "k8s.io/apiserver/pkg/authorization/union"
 
+	"github.com/k1s/k1s/server/admission/noderestriction"
 	"github.com/k1s/k1s/server/auth/bootstraptoken"
+	"github.com/k1s/k1s/server/auth/node"
+	"github.com/k1s/k1s/server/auth/rbac"
+	"github.com/k1s/k1s/server/auth/rbac/bootstrappolicy"
 	sa "github.com/k1s/k1s/server/auth/serviceaccount"
 )
 
@@ -43,12 +49,28 @@ func (d *dependencies) buildTokenAuthenticators() error {
 	return nil
 }
 
-// buildAuthorizers returns the node authorizer and RBAC, with their rule resolvers.
+// buildAuthorizers returns the node authorizer and RBAC, with their rule
+// resolvers. Both read informers the server starts in a post-start hook.
 func (d *dependencies) buildAuthorizers() ([]authzunion.NamedAuthorizer, []authorizer.RuleResolver, error) {
-	return nil, nil, nil
+	rb := d.informers.Rbac().V1()
+	d.rbac = rbac.New(rb.Roles().Lister(), rb.RoleBindings().Lister(), rb.ClusterRoles().Lister(), rb.ClusterRoleBindings().Lister())
+	nodeAuthz, err := node.New(d.informers.Core().V1().Pods().Informer(), d.informers.Core().V1().PersistentVolumes().Informer(), bootstrappolicy.NodeRules())
+	if err != nil {
+		return nil, nil, fmt.Errorf("node authorizer: %w", err)
+	}
+	d.nodeAuthz = nodeAuthz
+	return []authzunion.NamedAuthorizer{
+		{AuthorizerName: "node", Authorizer: nodeAuthz},
+		{AuthorizerName: "rbac", Authorizer: d.rbac},
+	}, []authorizer.RuleResolver{d.rbac}, nil
 }
 
 // nodeAdmission returns the NodeRestriction plugin.
 func (d *dependencies) nodeAdmission() []admissionPlugin {
-	return nil
+	return []admissionPlugin{{noderestriction.Name, func(io.Reader) (admission.Interface, error) {
+		pods, nodes := d.informers.Core().V1().Pods(), d.informers.Core().V1().Nodes()
+		p := noderestriction.New(pods.Lister(), nodes.Lister(), d.authorizer)
+		p.SetReadyFunc(func() bool { return pods.Informer().HasSynced() && nodes.Informer().HasSynced() })
+		return p, nil
+	}}}
 }

@@ -21,15 +21,18 @@ import (
 var SystemNamespaces = []string{metav1.NamespaceDefault, metav1.NamespaceSystem, metav1.NamespacePublic, corev1.NamespaceNodeLease}
 
 // addHooks registers the post-start hooks: informers, then the bootstrap
-// objects; ready is closed when the bootstrap is done.
-func (d *dependencies) addHooks(server *genericapiserver.GenericAPIServer, ready chan struct{}) {
+// objects; ready is closed when the bootstrap is done. A failed bootstrap
+// is sent to failed rather than returned, because the generic server exits
+// the process when a hook fails.
+func (d *dependencies) addHooks(server *genericapiserver.GenericAPIServer, ready chan struct{}, failed chan<- error) {
 	server.AddPostStartHookOrDie("k1s-start-informers", func(hc genericapiserver.PostStartHookContext) error {
 		d.informers.Start(hc.Done())
 		return nil
 	})
 	server.AddPostStartHookOrDie("k1s-bootstrap", func(hc genericapiserver.PostStartHookContext) error {
 		if err := d.bootstrap(hc); err != nil {
-			return err
+			failed <- fmt.Errorf("bootstrap: %w", err)
+			return nil
 		}
 		close(ready)
 		return nil
@@ -70,6 +73,12 @@ func (d *dependencies) bootstrap(ctx context.Context) error {
 	}
 	go ks.run(ctx)
 	go d.repairServiceAllocations(ctx)
+	// Authorizers and admission read informers: serve only once they synced.
+	for typ, ok := range d.informers.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return fmt.Errorf("informer for %v did not sync", typ)
+		}
+	}
 	return nil
 }
 

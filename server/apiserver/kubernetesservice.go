@@ -32,6 +32,9 @@ type kubernetesService struct {
 const kubernetesName = "kubernetes"
 
 func (k *kubernetesService) run(ctx context.Context) {
+	if k.address.IsLoopback() {
+		klog.FromContext(ctx).Info("Advertise address is loopback: the kubernetes service has no endpoints; set --advertise-address or --node-ip", "address", k.address)
+	}
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		if err := k.reconcile(ctx); err != nil {
 			klog.FromContext(ctx).Error(err, "Failed to reconcile the kubernetes service")
@@ -42,6 +45,11 @@ func (k *kubernetesService) run(ctx context.Context) {
 func (k *kubernetesService) reconcile(ctx context.Context) error {
 	if err := k.service(ctx); err != nil {
 		return err
+	}
+	if k.address.IsLoopback() {
+		// Endpoints may not hold loopback addresses: pods cannot reach a
+		// loopback apiserver through the service anyway.
+		return nil
 	}
 	if err := k.endpoints(ctx); err != nil {
 		return err

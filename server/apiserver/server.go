@@ -102,7 +102,8 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := deps.installAPIs(core, gc.RESTOptionsGetter); err != nil {
 		return err
 	}
-	deps.addHooks(core, s.ready)
+	failed := make(chan error, 1)
+	deps.addHooks(core, s.ready, failed)
 	watchCRDGroups(core, extServer)
 
 	prepared := core.PrepareRun()
@@ -113,13 +114,22 @@ func (s *Server) Run(ctx context.Context) error {
 	extServer.GenericAPIServer.OpenAPIV3VersionedService = core.OpenAPIV3VersionedService
 
 	logger.Info("Starting apiserver", "address", fmt.Sprintf("%s:%d", s.cfg.BindAddress, s.cfg.SecurePort))
-	if err := prepared.RunWithContext(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- prepared.RunWithContext(runCtx) }()
+	var failure error
+	select {
+	case err := <-done:
+		if err != nil && ctx.Err() == nil {
+			return fmt.Errorf("apiserver: %w", err)
 		}
-		return fmt.Errorf("apiserver: %w", err)
+		return nil
+	case failure = <-failed:
 	}
-	return nil
+	cancel()
+	<-done
+	return failure
 }
 
 // specialPrefixes keeps upstream's etcd key layout, so etcd tooling written
@@ -185,7 +195,11 @@ func (s *Server) genericConfig() (*genericapiserver.RecommendedConfig, *generico
 	resourceConfig.EnableVersions(scheme.GroupVersions...)
 	gc.MergedResourceConfig = resourceConfig
 	encoding := serverstorage.NewDefaultResourceEncodingConfigForEffectiveVersion(scheme.Scheme, gc.EffectiveVersion)
+	coreEvents := schema.GroupResource{Resource: "events"}
+	encoding.SetResourceEncoding(coreEvents, schema.GroupVersion{Version: "v1"}, schema.GroupVersion{Version: runtime.APIVersionInternal})
 	sf := serverstorage.NewDefaultStorageFactory(*sc, runtime.ContentTypeProtobuf, scheme.Codecs, encoding, resourceConfig, specialPrefixes)
+	// core/v1 and events.k8s.io/v1 Events are one set of objects, stored as core/v1.
+	sf.AddCohabitatingResources(coreEvents, schema.GroupResource{Group: "events.k8s.io", Resource: "events"})
 	if err := etcdOpts.ApplyWithStorageFactoryTo(sf, &gc.Config); err != nil {
 		return nil, nil, fmt.Errorf("configure etcd storage: %w", err)
 	}

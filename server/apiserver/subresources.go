@@ -7,7 +7,9 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/k1s/k1s/server/auth/rbac"
 	sa "github.com/k1s/k1s/server/auth/serviceaccount"
 	"github.com/k1s/k1s/server/registry"
 	authnregistry "github.com/k1s/k1s/server/registry/authentication"
@@ -60,6 +62,11 @@ func (d *dependencies) addSubresources(set *storageSet) error {
 	csrs := set.stores[certificatesv1.Resource("certificatesigningrequests")]
 	set.add(certificatesv1.SchemeGroupVersion, "certificatesigningrequests/approval",
 		registry.NewUpdateSubresource(csrs.Store, csrregistry.PrepareForApproval, csrregistry.ValidateApproval))
+
+	esc := rbac.NewEscalationChecker(d.authorizer, d.rbac)
+	for resource, check := range rbacChecks(esc) {
+		set.add(rbacv1.SchemeGroupVersion, resource, &rbacREST{Store: set.stores[rbacv1.Resource(resource)], check: check})
+	}
 
 	pods := set.stores[corev1.Resource("pods")].Store
 	set.add(core, "pods/binding", pod.NewBindingREST(pods))

@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/util/cert"
@@ -103,6 +104,19 @@ func loadOrCreateCA(dir, name, commonName string) (*CA, error) {
 	}
 	ca.Cert, ca.Key = caCert, key
 	return ca, nil
+}
+
+// LoadCA reads a CA certificate and its key.
+func LoadCA(certFile, keyFile string) (*CA, error) {
+	if ok, _ := cert.CanReadCertAndKey(certFile, keyFile); !ok {
+		return nil, fmt.Errorf("%w: %s", ErrNoCA, certFile)
+	}
+	dir := filepath.Dir(certFile)
+	name := strings.TrimSuffix(filepath.Base(certFile), ".crt")
+	if filepath.Join(dir, name+".key") != keyFile {
+		return nil, fmt.Errorf("CA key %s does not sit beside %s", keyFile, certFile)
+	}
+	return loadOrCreateCA(dir, name, "")
 }
 
 // LeafSpec describes a certificate signed by a CA.

@@ -160,6 +160,9 @@ func AddToScheme(s *runtime.Scheme) error {
 			return err
 		}
 	}
+	if err := addEventConversions(s); err != nil {
+		return err
+	}
 	if err := addQueryConversions(s); err != nil {
 		return err
 	}

@@ -72,7 +72,9 @@ func samples(t testing.TB) []sample {
 	apps := func(r string) schema.GroupVersionResource { return appsv1.SchemeGroupVersion.WithResource(r) }
 	batch := func(r string) schema.GroupVersionResource { return batchv1.SchemeGroupVersion.WithResource(r) }
 	rbac := func(r string) schema.GroupVersionResource { return rbacv1.SchemeGroupVersion.WithResource(r) }
-	ar := func(r string) schema.GroupVersionResource { return admissionregistrationv1.SchemeGroupVersion.WithResource(r) }
+	ar := func(r string) schema.GroupVersionResource {
+		return admissionregistrationv1.SchemeGroupVersion.WithResource(r)
+	}
 	nw := func(r string) schema.GroupVersionResource { return networkingv1.SchemeGroupVersion.WithResource(r) }
 	now := metav1.NewMicroTime(time.Now())
 	rules := []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get"}}}

@@ -72,4 +72,3 @@ func PrepareForApproval(_ context.Context, obj, old runtime.Object) {
 func ValidateApproval(_ context.Context, obj, old runtime.Object) field.ErrorList {
 	return certificates.ValidateCertificateSigningRequestApproval(obj.(*certificatesv1.CertificateSigningRequest), old.(*certificatesv1.CertificateSigningRequest))
 }
-

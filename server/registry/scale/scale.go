@@ -38,7 +38,7 @@ type REST struct {
 func NewREST(store *genericregistry.Store, acc Accessor) *REST { return &REST{store: store, acc: acc} }
 
 var (
-	_ rest.Patcher                 = &REST{}
+	_ rest.Patcher                  = &REST{}
 	_ rest.GroupVersionKindProvider = &REST{}
 )
 

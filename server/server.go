@@ -16,6 +16,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/k1s/k1s/embed/etcd"
+	"github.com/k1s/k1s/internal/memtrim"
 	"github.com/k1s/k1s/internal/supervisor"
 	"github.com/k1s/k1s/server/apiserver"
 	"github.com/k1s/k1s/server/pki"
@@ -274,6 +275,12 @@ func (s *Server) Run(ctx context.Context) error {
 		select {
 		case <-api.Ready():
 			close(s.ready)
+			// Start-up is over: give back the pages only it needed.
+			if n, err := memtrim.Trim(); err != nil {
+				logger.V(2).Info("Could not trim start-up memory", "err", err)
+			} else {
+				logger.V(4).Info("Trimmed start-up memory", "mappedBytes", n)
+			}
 		case <-ctx.Done():
 		}
 	}()

@@ -1,0 +1,73 @@
+// Package memtrim returns memory a long-running k1s process only needed
+// while starting: the pages of its own executable that start-up touched
+// (every package's init and the one-off construction code) and heap the
+// garbage collector has freed.
+//
+// Executable pages are read-only file mappings: dropping them from the
+// process's page tables loses nothing — they stay in the page cache and
+// fault back in (a minor fault) when code runs again. Writable mappings
+// are never touched.
+package memtrim
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// Trim drops the executable's clean read-only pages from the page tables
+// and returns freed heap to the OS. It returns the number of bytes of
+// mappings advised.
+func Trim() (int64, error) {
+	debug.FreeOSMemory()
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		return 0, fmt.Errorf("find executable: %w", err)
+	}
+	f, err := os.Open("/proc/self/maps")
+	if err != nil {
+		return 0, fmt.Errorf("read mappings: %w", err)
+	}
+	defer f.Close()
+	var total int64
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 || fields[5] != exe {
+			continue
+		}
+		perms := fields[1]
+		if perms[1] == 'w' {
+			continue
+		}
+		start, end, ok := parseRange(fields[0])
+		if !ok {
+			continue
+		}
+		// The raw system call takes the address from /proc/self/maps as
+		// is; no Go pointer to the mapping is ever made.
+		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, start, end-start, unix.MADV_DONTNEED); errno != 0 {
+			return total, fmt.Errorf("madvise %s: %w", fields[0], errno)
+		}
+		total += int64(end - start)
+	}
+	return total, sc.Err()
+}
+
+func parseRange(s string) (uintptr, uintptr, bool) {
+	a, b, ok := strings.Cut(s, "-")
+	if !ok {
+		return 0, 0, false
+	}
+	start, err1 := strconv.ParseUint(a, 16, 64)
+	end, err2 := strconv.ParseUint(b, 16, 64)
+	if err1 != nil || err2 != nil || end <= start {
+		return 0, 0, false
+	}
+	return uintptr(start), uintptr(end), true
+}

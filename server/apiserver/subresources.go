@@ -16,6 +16,7 @@ import (
 	authzregistry "github.com/k1s/k1s/server/registry/authorization"
 	csrregistry "github.com/k1s/k1s/server/registry/certificates"
 	"github.com/k1s/k1s/server/registry/core/namespace"
+	"github.com/k1s/k1s/server/registry/core/node"
 	"github.com/k1s/k1s/server/registry/core/pod"
 	"github.com/k1s/k1s/server/registry/core/serviceaccounttoken"
 	"github.com/k1s/k1s/server/registry/scale"
@@ -71,5 +72,18 @@ func (d *dependencies) addSubresources(set *storageSet) error {
 	pods := set.stores[corev1.Resource("pods")].Store
 	set.add(core, "pods/binding", pod.NewBindingREST(pods))
 	set.add(core, "pods/eviction", pod.NewEvictionREST(pods, d.client.PolicyV1()))
+
+	conn, err := node.NewConnection(set.stores[corev1.Resource("nodes")], node.ConnectionConfig{
+		CAFile: d.cfg.ServerCAFile, CertFile: d.cfg.AgentClientCertFile, KeyFile: d.cfg.AgentClientKeyFile,
+	})
+	if err != nil {
+		return err
+	}
+	streams := &pod.Streams{Pods: pods, Conn: conn, Authz: d.authorizer}
+	set.add(core, "pods/log", &pod.LogREST{Streams: streams})
+	set.add(core, "pods/exec", &pod.ExecREST{Streams: streams})
+	set.add(core, "pods/attach", &pod.AttachREST{Streams: streams})
+	set.add(core, "pods/portforward", &pod.PortForwardREST{Streams: streams})
+	set.add(core, "nodes/proxy", &node.ProxyREST{Conn: conn})
 	return nil
 }

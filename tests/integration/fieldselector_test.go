@@ -55,11 +55,11 @@ func TestFieldSelectors(t *testing.T) {
 		return out
 	}
 	for selector, want := range map[string][]string{
-		"spec.nodeName=node-a":                        {"a1", "a2"},
-		"spec.nodeName=":                              {"unbound"},
-		"status.phase=Running":                        {"a1", "b1"},
+		"spec.nodeName=node-a":                         {"a1", "a2"},
+		"spec.nodeName=":                               {"unbound"},
+		"status.phase=Running":                         {"a1", "b1"},
 		"spec.nodeName=node-a,status.phase!=Succeeded": {"a1"},
-		"metadata.name=b1":                            {"b1"},
+		"metadata.name=b1":                             {"b1"},
 	} {
 		if got := podNames(selector); !equal(got, want) {
 			t.Errorf("pods with %q: %v, want %v", selector, got, want)

@@ -75,7 +75,7 @@ type ControllerContext struct {
 	// EventRecorder returns a recorder that reports events as component.
 	EventRecorder func(component string) record.EventRecorder
 	// Clock is the manager's clock; pass it to the controller.
-	Clock clock.Clock
+	Clock clock.WithTicker
 	// Go runs fn in a goroutine the manager waits for on shutdown. fn must
 	// return nil when its ctx is cancelled; any other error stops the
 	// manager (and every controller) with that error.

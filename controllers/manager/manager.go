@@ -59,7 +59,7 @@ type deps struct {
 	leader kubernetes.Interface
 	// builder gives the controllers their clients.
 	builder ClientBuilder
-	clock   clock.Clock
+	clock   clock.WithTicker
 }
 
 // New validates cfg (after SetDefaults) against the registered controllers

@@ -568,10 +568,23 @@ func NamespaceFinalizers(ns *corev1.Namespace) {
 }
 
 // DefaultSecret defaults the secret type to Opaque.
+//
+// It also folds the write-only stringData into data (stringData wins), as
+// upstream's v1 conversion does, so stored and served secrets never carry
+// stringData.
 func DefaultSecret(s *corev1.Secret) {
 	if s.Type == "" {
 		s.Type = corev1.SecretTypeOpaque
 	}
+	if len(s.StringData) > 0 {
+		if s.Data == nil {
+			s.Data = make(map[string][]byte, len(s.StringData))
+		}
+		for k, v := range s.StringData {
+			s.Data[k] = []byte(v)
+		}
+	}
+	s.StringData = nil
 }
 
 // DefaultConfigMap makes a nil data map empty.

@@ -324,8 +324,10 @@ func TestEnsureReissue(t *testing.T) {
 			change: func(*testing.T, *Config) {},
 		},
 		{
-			name:   "same SANs in another order and duplicated rewrite nothing",
-			change: func(_ *testing.T, cfg *Config) { cfg.SANs = []string{"198.51.100.7", "k1s.example.com", "k1s.example.com"} },
+			name: "same SANs in another order and duplicated rewrite nothing",
+			change: func(_ *testing.T, cfg *Config) {
+				cfg.SANs = []string{"198.51.100.7", "k1s.example.com", "k1s.example.com"}
+			},
 		},
 		{
 			name:   "a new DNS SAN re-issues only the serving certificate",

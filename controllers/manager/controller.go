@@ -76,9 +76,10 @@ type ControllerContext struct {
 	EventRecorder func(component string) record.EventRecorder
 	// Clock is the manager's clock; pass it to the controller.
 	Clock clock.WithTicker
-	// Go runs fn in a goroutine the manager waits for on shutdown. fn must
-	// return nil when its ctx is cancelled; any other error stops the
-	// manager (and every controller) with that error.
+	// Go runs fn in a goroutine the manager waits for on shutdown. Call it
+	// from Start or from a function it runs. fn must return nil when its
+	// ctx is cancelled; any other error stops the manager (and every
+	// controller) with that error.
 	Go func(fn func(ctx context.Context) error)
 }
 

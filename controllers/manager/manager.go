@@ -115,8 +115,8 @@ func newManager(cfg Config, d deps, register []Controller) (*Manager, error) {
 	seen := map[string]string{}
 	var errs []error
 	for _, c := range register {
-		if c.Name == "" || c.Start == nil {
-			errs = append(errs, fmt.Errorf("controller manager: controller %q has no name or no Start", c.Name))
+		if c.Name == "" || c.ServiceAccount == "" || c.Start == nil {
+			errs = append(errs, fmt.Errorf("controller manager: controller %q lacks a name, a service account or Start", c.Name))
 			continue
 		}
 		for _, n := range append([]string{c.Name}, c.Aliases...) {

@@ -129,7 +129,8 @@ func TestNewRejectsBadRegistrations(t *testing.T) {
 	}{
 		{"duplicate name", []Controller{descriptor("a", false), descriptor("a", false)}, `name "a" of controller "a" already used by "a"`},
 		{"alias clashes with a name", []Controller{descriptor("a", false), descriptor("b", false, "a")}, `name "a" of controller "b" already used by "a"`},
-		{"no start", []Controller{{Name: "a"}}, `controller "a" has no name or no Start`},
+		{"no start", []Controller{{Name: "a", ServiceAccount: "a"}}, `controller "a" lacks a name, a service account or Start`},
+		{"no service account", []Controller{{Name: "a", Start: descriptor("a", false).Start}}, `controller "a" lacks a name, a service account or Start`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -42,7 +42,7 @@ func addQueryConversions(s *runtime.Scheme) error {
 // the fields' json tags. It supports the field types option structs use:
 // strings, bools, integers, their pointers, string and int32 slices, and
 // *metav1.Time (RFC 3339). Boolean parameters follow the apiserver's rule:
-// present and not "false"/"0"/"f" means true.
+// present and not "false" (any case) or "0" means true.
 func DecodeQuery(q url.Values, out any) error {
 	v := reflect.ValueOf(out)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
@@ -121,7 +121,7 @@ func setField(fv reflect.Value, values []string, name string) error {
 
 func parseBool(s string) bool {
 	switch strings.ToLower(s) {
-	case "0", "f", "false":
+	case "0", "false":
 		return false
 	}
 	return true

@@ -13,8 +13,13 @@ import (
 	"strings"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/k1s/k1s/controllers/manager"
+	namespacecontroller "github.com/k1s/k1s/controllers/namespace"
+	"github.com/k1s/k1s/controllers/rootcacertpublisher"
+	"github.com/k1s/k1s/controllers/serviceaccount"
 	"github.com/k1s/k1s/embed/etcd"
 	"github.com/k1s/k1s/internal/memtrim"
 	"github.com/k1s/k1s/internal/supervisor"
@@ -61,6 +66,18 @@ type Config struct {
 	// DefaultNotReadyTolerationSeconds / DefaultUnreachableTolerationSeconds
 	// (--default-not-ready-toleration-seconds ...). Default 300.
 	DefaultNotReadyTolerationSeconds, DefaultUnreachableTolerationSeconds int64
+	// ControllerManager configures the controllers (--controllers,
+	// --leader-elect ...). Default: manager.DefaultConfig().
+	ControllerManager *manager.Config
+}
+
+// controllers lists every controller k1s server can run.
+func controllers(rootCA []byte) []manager.Controller {
+	return []manager.Controller{
+		serviceaccount.Descriptor(),
+		rootcacertpublisher.Descriptor(rootCA),
+		namespacecontroller.Descriptor(),
+	}
 }
 
 // SetDefaults fills unset fields.
@@ -101,6 +118,11 @@ func (c *Config) SetDefaults() {
 	if c.NodeIP == "" {
 		c.NodeIP = DefaultNodeIP().String()
 	}
+	if c.ControllerManager == nil {
+		cm := manager.DefaultConfig()
+		c.ControllerManager = &cm
+	}
+	c.ControllerManager.SetDefaults()
 	if c.AdvertiseAddress == "" {
 		c.AdvertiseAddress = c.NodeIP
 	}
@@ -150,6 +172,9 @@ func (c *Config) parse() (*parsed, error) {
 				errs = append(errs, fmt.Errorf("--datastore-endpoint: %q must be an http(s) etcd URL", u))
 			}
 		}
+	}
+	if err := c.ControllerManager.Validate(controllers(nil)...); err != nil {
+		errs = append(errs, err)
 	}
 	for _, port := range []struct {
 		flag string
@@ -271,6 +296,20 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	tiers = append(tiers, supervisor.Tier{{Name: "apiserver", Component: api}})
+
+	rootCA, err := os.ReadFile(cluster.ServerCA.CertFile)
+	if err != nil {
+		return fmt.Errorf("read server CA: %w", err)
+	}
+	controllerConfig, err := clientcmd.BuildConfigFromFlags("", filepath.Join(s.serverDir(), "cred", "controller.kubeconfig"))
+	if err != nil {
+		return fmt.Errorf("controller kubeconfig: %w", err)
+	}
+	cm, err := manager.New(*s.cfg.ControllerManager, controllerConfig, controllers(rootCA)...)
+	if err != nil {
+		return err
+	}
+	tiers = append(tiers, supervisor.Tier{{Name: "controller-manager", Component: cm}})
 	go func() {
 		select {
 		case <-api.Ready():

@@ -62,6 +62,7 @@ func resources() []*registry.Resource {
 		r.Status = true
 		r.PrepareForCreate = namespace.PrepareForCreate
 		r.PrepareForUpdate = namespace.PrepareForUpdate
+		r.KeepDuringUpdate = namespace.KeepDuringUpdate
 		r.Fields = func(obj runtime.Object) fields.Set {
 			return fields.Set{"status.phase": string(obj.(*corev1.Namespace).Status.Phase)}
 		}

@@ -73,6 +73,10 @@ type Resource struct {
 	GracefulDelete func(ctx context.Context, obj runtime.Object, options *metav1.DeleteOptions) bool
 	// TableConvertor prints rows for kubectl get. Default: name and age.
 	TableConvertor rest.TableConvertor
+	// KeepDuringUpdate, when set, vetoes the store's removal of an object
+	// with a deletionTimestamp and no finalizers on update (namespaces stay
+	// until spec.finalizers is empty too).
+	KeepDuringUpdate func(obj runtime.Object) bool
 }
 
 // GroupResource is the resource's group and plural name.
@@ -118,6 +122,11 @@ func NewStore(r *Resource, opts generic.RESTOptionsGetter) (*Store, error) {
 		DeleteStrategy:            st,
 		ResetFieldsStrategy:       st,
 		TableConvertor:            tc,
+	}
+	if r.KeepDuringUpdate != nil {
+		store.ShouldDeleteDuringUpdate = func(ctx context.Context, key string, obj, existing runtime.Object) bool {
+			return !r.KeepDuringUpdate(obj) && genericregistry.ShouldDeleteDuringUpdate(ctx, key, obj, existing)
+		}
 	}
 	options := &generic.StoreOptions{
 		RESTOptions: opts,

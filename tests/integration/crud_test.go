@@ -140,6 +140,9 @@ func TestCRUD(t *testing.T) {
 			if sm.gvr.Resource == "namespaces" {
 				// Namespaces go Terminating; the namespace controller removes them.
 				cur, err := ri.Get(ctx, name, metav1.GetOptions{})
+				if apierrors.IsNotFound(err) {
+					return
+				}
 				if err != nil {
 					t.Fatalf("get terminating namespace: %v", err)
 				}

@@ -8,19 +8,22 @@ import (
 	"github.com/urfave/cli/v2"
 	"k8s.io/klog/v2"
 
+	"github.com/k1s/k1s/controllers/manager"
 	"github.com/k1s/k1s/server"
 )
 
 // serverOptions are the flags of `k1s server`.
 type serverOptions struct {
-	cfg        server.Config
-	configFile string
-	tlsSANs    cli.StringSlice
-	kubeMode   string
+	cfg         server.Config
+	configFile  string
+	tlsSANs     cli.StringSlice
+	kubeMode    string
+	cm          manager.Config
+	controllers cli.StringSlice
 }
 
 func serverCommand() *cli.Command {
-	o := &serverOptions{}
+	o := &serverOptions{cm: manager.DefaultConfig()}
 	env := func(name string) []string { return []string{"K1S_" + name} }
 	return &cli.Command{
 		Name:  "server",
@@ -47,6 +50,12 @@ func serverCommand() *cli.Command {
 			&cli.IntFlag{Name: "etcd-peer-port", Usage: "embedded etcd peer port (loopback only)", Value: 2380, Destination: &o.cfg.EtcdPeerPort},
 			&cli.Int64Flag{Name: "default-not-ready-toleration-seconds", Usage: "tolerationSeconds added to pods for node.kubernetes.io/not-ready", Value: 300, Destination: &o.cfg.DefaultNotReadyTolerationSeconds},
 			&cli.Int64Flag{Name: "default-unreachable-toleration-seconds", Usage: "tolerationSeconds added to pods for node.kubernetes.io/unreachable", Value: 300, Destination: &o.cfg.DefaultUnreachableTolerationSeconds},
+			&cli.StringSliceFlag{Name: "controllers", Usage: "controllers to run: '*' for all on by default, 'name' to enable, '-name' to disable", Value: cli.NewStringSlice("*"), Destination: &o.controllers},
+			&cli.BoolFlag{Name: "leader-elect", Usage: "run controllers only while holding the kube-system/kube-controller-manager lease", Value: true, Destination: &o.cm.LeaderElect},
+			&cli.DurationFlag{Name: "leader-elect-lease-duration", Usage: "how long followers wait before taking over an unrenewed lease", Value: o.cm.LeaseDuration, Destination: &o.cm.LeaseDuration},
+			&cli.DurationFlag{Name: "leader-elect-renew-deadline", Usage: "how long the leader retries renewing before giving up", Value: o.cm.RenewDeadline, Destination: &o.cm.RenewDeadline},
+			&cli.DurationFlag{Name: "leader-elect-retry-period", Usage: "wait between lease acquire or renew attempts", Value: o.cm.RetryPeriod, Destination: &o.cm.RetryPeriod},
+			&cli.BoolFlag{Name: "use-service-account-credentials", Usage: "give each controller its own service account's credentials", Value: true, Destination: &o.cm.UseServiceAccountCredentials},
 		},
 		Action: func(c *cli.Context) error {
 			if err := loadConfigFile(c, o.configFile, c.IsSet("config")); err != nil {
@@ -61,6 +70,8 @@ func serverCommand() *cli.Command {
 			}
 			o.cfg.WriteKubeconfigMode = os.FileMode(mode)
 			o.cfg.TLSSANs = splitList(o.tlsSANs.Value())
+			o.cm.Controllers = splitList(o.controllers.Value())
+			o.cfg.ControllerManager = &o.cm
 			s, err := server.New(o.cfg)
 			if err != nil {
 				return err

@@ -35,6 +35,13 @@ func PrepareForUpdate(_ context.Context, obj, old runtime.Object) {
 	obj.(*corev1.Namespace).Spec.Finalizers = old.(*corev1.Namespace).Spec.Finalizers
 }
 
+// KeepDuringUpdate keeps a deleted namespace until its spec.finalizers
+// (the namespace controller's) are gone, not just metadata.finalizers.
+func KeepDuringUpdate(obj runtime.Object) bool {
+	ns, ok := obj.(*corev1.Namespace)
+	return !ok || len(ns.Spec.Finalizers) > 0
+}
+
 // REST is the namespaces storage.
 type REST struct {
 	*registry.Store

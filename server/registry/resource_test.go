@@ -313,10 +313,10 @@ func TestValidateDispatch(t *testing.T) {
 func TestStrategyFlags(t *testing.T) {
 	graceful := func(_ context.Context, _ runtime.Object, o *metav1.DeleteOptions) bool { return o != nil }
 	tests := []struct {
-		name                                       string
-		r                                          Resource
+		name                                      string
+		r                                         Resource
 		namespaced, createOnUpdate, unconditional bool
-		graceful                                   bool
+		graceful                                  bool
 	}{
 		{"defaults", Resource{}, false, false, true, false},
 		{"namespaced, create on update", Resource{Namespaced: true, AllowCreateOnUpdate: true}, true, true, true, false},
@@ -426,8 +426,10 @@ func TestAttrs(t *testing.T) {
 
 func TestPredicate(t *testing.T) {
 	r := &Resource{
-		Namespaced:   true,
-		Fields:       func(obj runtime.Object) fields.Set { return fields.Set{"spec.nodeName": obj.(*corev1.Pod).Spec.NodeName} },
+		Namespaced: true,
+		Fields: func(obj runtime.Object) fields.Set {
+			return fields.Set{"spec.nodeName": obj.(*corev1.Pod).Spec.NodeName}
+		},
 		TriggerFuncs: storage.IndexerFuncs{"spec.nodeName": func(runtime.Object) string { return "" }},
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", Labels: map[string]string{"app": "x"}},

@@ -119,8 +119,9 @@ func propagationFinalizers(current []string, options *metav1.DeleteOptions) []st
 	foreground := has[metav1.FinalizerDeleteDependents]
 	switch {
 	case options.OrphanDependents != nil:
+		// The legacy field: false asks for the dependents to go first.
 		orphan = *options.OrphanDependents
-		foreground = false
+		foreground = !*options.OrphanDependents
 	case options.PropagationPolicy != nil:
 		orphan = *options.PropagationPolicy == metav1.DeletePropagationOrphan
 		foreground = *options.PropagationPolicy == metav1.DeletePropagationForeground

@@ -45,6 +45,16 @@ func kubectlCommand() *cli.Command {
 // --kubeconfig or $KUBECONFIG wins; otherwise the admin kubeconfig written by
 // `k1s server` (/etc/k1s/k1s.yaml), then the one in the default data dir.
 func findKubeconfig(args []string) string {
+	candidates := []string{"/etc/k1s/k1s.yaml", filepath.Join("/var/lib/k1s", "server", "cred", "admin.kubeconfig")}
+	if home, err := os.UserHomeDir(); err == nil {
+		candidates = append(candidates, filepath.Join(home, ".kube", "k1s.yaml"))
+	}
+	return pickKubeconfig(args, candidates)
+}
+
+// pickKubeconfig returns "" when args or $KUBECONFIG name a kubeconfig,
+// else the first candidate that can be opened ("" if none).
+func pickKubeconfig(args, candidates []string) string {
 	for _, a := range args {
 		if a == "--kubeconfig" || strings.HasPrefix(a, "--kubeconfig=") {
 			return ""
@@ -52,10 +62,6 @@ func findKubeconfig(args []string) string {
 	}
 	if os.Getenv("KUBECONFIG") != "" {
 		return ""
-	}
-	candidates := []string{"/etc/k1s/k1s.yaml", filepath.Join("/var/lib/k1s", "server", "cred", "admin.kubeconfig")}
-	if home, err := os.UserHomeDir(); err == nil {
-		candidates = append(candidates, filepath.Join(home, ".kube", "k1s.yaml"))
 	}
 	for _, p := range candidates {
 		if f, err := os.Open(p); err == nil {

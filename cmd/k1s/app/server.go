@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -22,7 +23,20 @@ type serverOptions struct {
 	controllers cli.StringSlice
 }
 
-func serverCommand() *cli.Command {
+func serverCommand() *cli.Command { return newServerCommand(runServer) }
+
+// runServer builds the server from cfg and runs it until ctx is done.
+func runServer(ctx context.Context, cfg server.Config) error {
+	s, err := server.New(cfg)
+	if err != nil {
+		return err
+	}
+	return s.Run(ctx)
+}
+
+// newServerCommand is `k1s server`, handing the completed configuration to
+// run (tests pass a run that records it).
+func newServerCommand(run func(context.Context, server.Config) error) *cli.Command {
 	o := &serverOptions{cm: manager.DefaultConfig()}
 	env := func(name string) []string { return []string{"K1S_" + name} }
 	return &cli.Command{
@@ -72,12 +86,7 @@ func serverCommand() *cli.Command {
 			o.cfg.TLSSANs = splitList(o.tlsSANs.Value())
 			o.cm.Controllers = splitList(o.controllers.Value())
 			o.cfg.ControllerManager = &o.cm
-			s, err := server.New(o.cfg)
-			if err != nil {
-				return err
-			}
-			ctx := klog.NewContext(c.Context, klog.Background())
-			return s.Run(ctx)
+			return run(klog.NewContext(c.Context, klog.Background()), o.cfg)
 		},
 	}
 }

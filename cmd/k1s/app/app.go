@@ -10,8 +10,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+	"go.yaml.in/yaml/v3"
 	"k8s.io/klog/v2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/k1s/k1s/internal/version"
 )
@@ -68,7 +68,7 @@ func loadConfigFile(c *cli.Context, path string, explicit bool) error {
 		}
 		return fmt.Errorf("--config: %w", err)
 	}
-	values := map[string]any{}
+	var values map[string]yaml.Node
 	if err := yaml.Unmarshal(data, &values); err != nil {
 		return fmt.Errorf("--config %s: not a YAML map of flag names to values: %w", path, err)
 	}
@@ -78,7 +78,7 @@ func loadConfigFile(c *cli.Context, path string, explicit bool) error {
 			known[n] = f
 		}
 	}
-	for key, v := range values {
+	for key, node := range values {
 		f, ok := known[key]
 		if !ok {
 			return fmt.Errorf("--config %s: unknown key %q (keys are the flag names of `k1s %s`)", path, key, c.Command.Name)
@@ -86,16 +86,25 @@ func loadConfigFile(c *cli.Context, path string, explicit bool) error {
 		if c.IsSet(key) {
 			continue
 		}
+		// Values are taken as written, as on the command line: a mode 0644
+		// stays 0644 (not YAML 1.1's octal 420) and 1000000 does not
+		// become 1e+06.
 		var items []string
-		switch t := v.(type) {
-		case []any:
-			for _, it := range t {
-				items = append(items, fmt.Sprint(it))
+		switch node.Kind {
+		case yaml.ScalarNode:
+			if node.ShortTag() == "!!null" {
+				continue
 			}
-		case nil:
-			continue
+			items = []string{node.Value}
+		case yaml.SequenceNode:
+			for _, it := range node.Content {
+				if it.Kind != yaml.ScalarNode {
+					return fmt.Errorf("--config %s: key %q: list items must be plain values", path, key)
+				}
+				items = append(items, it.Value)
+			}
 		default:
-			items = []string{fmt.Sprint(t)}
+			return fmt.Errorf("--config %s: key %q: not a value or a list of values", path, key)
 		}
 		if _, isSlice := f.(*cli.StringSliceFlag); !isSlice && len(items) > 1 {
 			return fmt.Errorf("--config %s: key %q takes one value", path, key)

@@ -261,12 +261,12 @@ func TestRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		bad, err := clientv3.New(clientv3.Config{Endpoints: []string{r.srv.Endpoint()}, TLS: tlsCfg, DialTimeout: 2 * time.Second})
+		bad, err := clientv3.New(clientv3.Config{Endpoints: []string{r.srv.Endpoint()}, TLS: tlsCfg, DialTimeout: time.Second})
 		if err != nil {
 			return // refused at dial
 		}
 		defer bad.Close()
-		cctx, ccancel := context.WithTimeout(ctx, 3*time.Second)
+		cctx, ccancel := context.WithTimeout(ctx, time.Second)
 		defer ccancel()
 		if _, err := bad.Get(cctx, "/k1s/test"); err == nil {
 			t.Errorf("Get with a foreign client certificate succeeded")

@@ -87,7 +87,8 @@ func (d *dependencies) bootstrap(ctx context.Context) error {
 // ten minutes.
 func (d *dependencies) repairServiceAllocations(ctx context.Context) {
 	wait.UntilWithContext(ctx, func(ctx context.Context) {
-		list, err := d.client.CoreV1().Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+		// A consistent read: the list must include every service stored so far.
+		list, err := d.client.CoreV1().Services(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			klog.FromContext(ctx).Error(err, "Failed to list services for allocation repair")
 			return

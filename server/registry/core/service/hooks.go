@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,6 +23,10 @@ import (
 type Allocators struct {
 	IPs   *IPAllocator
 	Ports *PortAllocator
+
+	repairMu sync.Mutex
+	// suspects are allocations the last repair pass found unowned.
+	suspects map[string]int64
 }
 
 var serviceKind = corev1.SchemeGroupVersion.WithKind("Service").GroupKind()
@@ -320,10 +325,15 @@ func (a *Allocators) afterDelete(obj runtime.Object, _ *metav1.DeleteOptions) {
 
 func isDryRun(dryRun []string) bool { return len(dryRun) > 0 }
 
-// Repair frees allocations no Service owns. Allocations created after
-// the services were listed (at or after listRevision) are left alone, so an
-// in-flight create is never robbed.
+// Repair frees allocations no Service owns. An allocation is freed only
+// when two passes in a row found it unowned (same creation revision) and it
+// was created before the services were listed, so a create in flight
+// between allocation and storage is never robbed (passes run minutes apart).
 func (a *Allocators) Repair(ctx context.Context, services []corev1.Service, listRevision int64) error {
+	a.repairMu.Lock()
+	defer a.repairMu.Unlock()
+	suspects := map[string]int64{}
+	defer func() { a.suspects = suspects }()
 	logger := klog.FromContext(ctx)
 	wantIPs, wantPorts := map[string]bool{}, map[string]bool{}
 	for i := range services {
@@ -345,6 +355,11 @@ func (a *Allocators) Repair(ctx context.Context, services []corev1.Service, list
 		}
 		for name, al := range used {
 			if pass.want[name] || al.CreateRevision >= listRevision {
+				continue
+			}
+			key := pass.r.prefix + name
+			if rev, seen := a.suspects[key]; !seen || rev != al.CreateRevision {
+				suspects[key] = al.CreateRevision
 				continue
 			}
 			if err := pass.r.ReleaseName(ctx, name, al.CreateRevision); err != nil {

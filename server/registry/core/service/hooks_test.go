@@ -638,34 +638,45 @@ func TestRepair(t *testing.T) {
 	}
 
 	services := []corev1.Service{*kept, *headless, *external}
-	if err := a.Repair(ctx, services, listRevision); err != nil {
-		t.Fatalf("Repair: %v", err)
+	state := func() ([]string, []string) {
+		t.Helper()
+		usedIPs, err := a.IPs.Used(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		usedPorts, err := a.Ports.Used(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.Sorted(maps.Keys(usedIPs)), slices.Sorted(maps.Keys(usedPorts))
 	}
-	usedIPs, err := a.IPs.Used(ctx)
-	if err != nil {
-		t.Fatal(err)
+	repair := func(rev int64, wantIPs, wantPorts []string) {
+		t.Helper()
+		if err := a.Repair(ctx, services, rev); err != nil {
+			t.Fatalf("Repair: %v", err)
+		}
+		gotIPs, gotPorts := state()
+		if !slices.Equal(gotIPs, wantIPs) {
+			t.Errorf("IPs after repair = %v, want %v", gotIPs, wantIPs)
+		}
+		if !slices.Equal(gotPorts, wantPorts) {
+			t.Errorf("ports after repair = %v, want %v", gotPorts, wantPorts)
+		}
 	}
-	usedPorts, err := a.Ports.Used(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gotIPs, gotPorts := slices.Sorted(maps.Keys(usedIPs)), slices.Sorted(maps.Keys(usedPorts))
-	if want := []string{"10.0.0.2", "10.0.0.4"}; !slices.Equal(gotIPs, want) {
-		t.Errorf("IPs after repair = %v, want %v", gotIPs, want)
-	}
-	if want := []string{"30001", "30003"}; !slices.Equal(gotPorts, want) {
-		t.Errorf("ports after repair = %v, want %v", gotPorts, want)
-	}
+	// First pass: leaks are only suspected; nothing is freed.
+	repair(listRevision, []string{"10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5"}, []string{"30001", "30002", "30003"})
 
-	// A second pass with a later list frees the in-flight items once their
-	// service is known not to exist.
+	// Second pass with a later list: the leaks seen twice go; the in-flight
+	// items (created after the first list) are only now suspected.
 	resp, err = kv.Put(ctx, prefix+"services-listed", "y")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Repair(ctx, services, resp.Header.Revision); err != nil {
-		t.Fatal(err)
-	}
+	later := resp.Header.Revision
+	repair(later, []string{"10.0.0.2", "10.0.0.4"}, []string{"30001", "30003"})
+
+	// Third pass: the in-flight items, still unowned, go too.
+	repair(later, []string{"10.0.0.2"}, []string{"30001"})
 	assertOwns(t, ctx, a, "ns/inflight", nil, nil)
 	ips, ports := allocationsOf(kept)
 	assertOwns(t, ctx, a, self, ips, ports)

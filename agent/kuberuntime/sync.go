@@ -1,0 +1,426 @@
+package kuberuntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+)
+
+// Waiting reasons for containers that are not running.
+const (
+	ReasonContainerCreating = "ContainerCreating"
+	ReasonPodInitializing   = "PodInitializing"
+	ReasonCrashLoopBackOff  = "CrashLoopBackOff"
+	ReasonCreateError       = "CreateContainerError"
+	ReasonConfigError       = "CreateContainerConfigError"
+	ReasonRunError          = "RunContainerError"
+	ReasonPostStartError    = "PostStartHookError"
+)
+
+// Waiting explains why a container is not running.
+type Waiting struct {
+	Reason  string
+	Message string
+}
+
+// SyncResult is what one SyncPod did and saw.
+type SyncResult struct {
+	// Waiting holds the waiting reason of containers that could not start.
+	Waiting map[string]Waiting
+	// Err is the first failure (also reflected in Waiting).
+	Err error
+}
+
+func (r *SyncResult) wait(name, reason, msg string, err error) {
+	if r.Waiting == nil {
+		r.Waiting = map[string]Waiting{}
+	}
+	r.Waiting[name] = Waiting{Reason: reason, Message: msg}
+	if r.Err == nil {
+		r.Err = err
+	}
+}
+
+// actions is what SyncPod must do to a pod.
+type actions struct {
+	killPod       bool
+	createSandbox bool
+	attempt       uint32
+	initToStart   *corev1.Container
+	initFailed    bool
+	startApps     []*corev1.Container
+	kill          map[string]string // container ID → why
+}
+
+// ShouldRestart reports whether a container that exited with code must
+// run again under restartPolicy.
+func ShouldRestart(policy corev1.RestartPolicy, exitCode int) bool {
+	switch policy {
+	case corev1.RestartPolicyNever:
+		return false
+	case corev1.RestartPolicyOnFailure:
+		return exitCode != 0
+	}
+	return true
+}
+
+// computeActions compares the pod's spec with what the runtime runs.
+func (m *Manager) computeActions(pod *corev1.Pod, st *PodStatus, livenessFailed sets.Set[string]) actions {
+	a := actions{kill: map[string]string{}}
+	sb := st.ActiveSandbox()
+	needSandbox := sb == nil || !sb.Ready || sb.HostNetwork != pod.Spec.HostNetwork
+	if sb != nil {
+		a.attempt = sb.Attempt + 1
+	}
+	if needSandbox {
+		if sb != nil {
+			a.killPod = true
+		}
+		// A pod that will never restart its containers gets no new sandbox
+		// once its containers ran: it is finished.
+		if sb != nil && pod.Spec.RestartPolicy == corev1.RestartPolicyNever && len(st.Containers) > 0 {
+			return a
+		}
+		a.createSandbox = true
+		if len(pod.Spec.InitContainers) > 0 {
+			a.initToStart = &pod.Spec.InitContainers[0]
+			return a
+		}
+		for i := range pod.Spec.Containers {
+			a.startApps = append(a.startApps, &pod.Spec.Containers[i])
+		}
+		return a
+	}
+
+	// Init containers run one at a time, in order, each to success.
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		cs := st.FindContainer(c.Name)
+		switch {
+		case cs == nil:
+			a.initToStart = c
+			return a
+		case cs.State == StateRunning:
+			return a
+		case cs.State == StateExited && cs.ExitCode == 0:
+			continue
+		case cs.State == StateExited:
+			if pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+				a.initFailed = true
+				return a
+			}
+			a.initToStart = c
+			return a
+		default: // created but never started, or unknown: replace it
+			a.kill[cs.ID] = "init container in an unknown state"
+			a.initToStart = c
+			return a
+		}
+	}
+
+	known := sets.New[string]()
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		known.Insert(c.Name)
+		cs := st.FindContainer(c.Name)
+		switch {
+		case cs == nil:
+			a.startApps = append(a.startApps, c)
+		case cs.State == StateRunning:
+			switch {
+			case cs.Hash != "" && cs.Hash != fmt.Sprintf("%x", HashContainer(c)):
+				a.kill[cs.ID] = fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)
+				a.startApps = append(a.startApps, c)
+			case livenessFailed.Has(c.Name):
+				a.kill[cs.ID] = fmt.Sprintf("Container %s failed liveness probe, will be restarted", c.Name)
+				if pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+					a.startApps = append(a.startApps, c)
+				}
+			}
+		case cs.State == StateExited:
+			if ShouldRestart(pod.Spec.RestartPolicy, cs.ExitCode) {
+				a.startApps = append(a.startApps, c)
+			}
+		default:
+			a.kill[cs.ID] = "container in an unknown state"
+			a.startApps = append(a.startApps, c)
+		}
+	}
+	for _, init := range pod.Spec.InitContainers {
+		known.Insert(init.Name)
+	}
+	for _, cs := range st.Containers {
+		if !known.Has(cs.Name) && cs.State == StateRunning {
+			a.kill[cs.ID] = fmt.Sprintf("Container %s is not in the pod's spec", cs.Name)
+		}
+	}
+	return a
+}
+
+// SyncPod makes the runtime run what pod's spec asks: one pass, level based.
+// volumePaths are the pod's prepared volumes (name → host path).
+func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, st *PodStatus, volumePaths map[string]string, livenessFailed sets.Set[string]) (res SyncResult) {
+	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
+	a := m.computeActions(pod, st, livenessFailed)
+
+	if a.killPod {
+		if a.createSandbox {
+			m.podEvent(pod, corev1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")
+		}
+		if err := m.KillPod(ctx, pod, st, nil); err != nil {
+			res.Err = err
+			return res
+		}
+	}
+	if a.initFailed {
+		return res
+	}
+
+	sandboxID := ""
+	if sb := st.ActiveSandbox(); sb != nil && !a.createSandbox {
+		sandboxID = sb.ID
+	}
+	sandboxCfg, err := m.sandboxConfig(ctx, pod, a.attempt)
+	if err != nil {
+		res.Err = err
+		return res
+	}
+	podIPs := st.IPs
+	if a.createSandbox {
+		if err := ensureDir(m.PodLogDir(pod)); err != nil {
+			res.Err = err
+			return res
+		}
+		logger.V(2).Info("Creating pod sandbox", "attempt", a.attempt)
+		id, err := m.runtime.RunPodSandbox(ctx, sandboxCfg, m.cfg.RuntimeHandler)
+		if err != nil {
+			msg := fmt.Sprintf("Failed to create pod sandbox: %v", err)
+			m.podEvent(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", msg)
+			for _, c := range pod.Spec.InitContainers {
+				res.wait(c.Name, ReasonContainerCreating, "", errors.New(msg))
+			}
+			for _, c := range pod.Spec.Containers {
+				res.wait(c.Name, ReasonContainerCreating, "", errors.New(msg))
+			}
+			return res
+		}
+		sandboxID = id
+		if resp, err := m.runtime.PodSandboxStatus(ctx, id, false); err == nil && resp.Status != nil && resp.Status.Network != nil && resp.Status.Network.Ip != "" {
+			podIPs = []string{resp.Status.Network.Ip}
+			for _, ip := range resp.Status.Network.AdditionalIps {
+				podIPs = append(podIPs, ip.Ip)
+			}
+		} else {
+			podIPs = nil
+		}
+		// A new sandbox starts from a clean slate of containers.
+		st = &PodStatus{UID: st.UID, Name: st.Name, Namespace: st.Namespace, IPs: podIPs}
+	}
+
+	for id, why := range a.kill {
+		if cs := findByID(st, id); cs != nil {
+			if err := m.killContainer(ctx, pod, cs, nil, why); err != nil && res.Err == nil {
+				res.Err = err
+			}
+		}
+	}
+
+	if a.initToStart != nil {
+		m.startContainer(ctx, pod, a.initToStart, true, st, sandboxID, sandboxCfg, podIPs, volumePaths, &res)
+		return res
+	}
+	for _, c := range a.startApps {
+		m.startContainer(ctx, pod, c, false, st, sandboxID, sandboxCfg, podIPs, volumePaths, &res)
+	}
+	return res
+}
+
+func findByID(st *PodStatus, id string) *ContainerStatus {
+	for _, c := range st.Containers {
+		if c.ID == id {
+			return c
+		}
+	}
+	return nil
+}
+
+// startContainer creates and starts one container, honouring the restart
+// back-off and the image pull policy; problems become waiting reasons.
+func (m *Manager) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1.Container, init bool, st *PodStatus, sandboxID string, sandboxCfg *runtimeapi.PodSandboxConfig, podIPs []string, volumePaths map[string]string, res *SyncResult) {
+	prev := st.FindContainer(c.Name)
+	restartCount := 0
+	if prev != nil {
+		restartCount = prev.RestartCount + 1
+		if prev.State == StateExited {
+			key := string(pod.UID) + "/" + c.Name
+			if m.backOff.IsInBackOffSince(key, prev.FinishedAt) {
+				msg := fmt.Sprintf("back-off %s restarting failed container=%s pod=%s_%s(%s)",
+					m.backOff.Get(key), c.Name, pod.Name, pod.Namespace, pod.UID)
+				m.event(pod, corev1.EventTypeWarning, "BackOff", c, "Back-off restarting failed container "+c.Name+" in pod "+pod.Name+"_"+pod.Namespace+"("+string(pod.UID)+")")
+				res.wait(c.Name, ReasonCrashLoopBackOff, msg, nil)
+				return
+			}
+			m.backOff.Next(key, prev.FinishedAt)
+		}
+	}
+	imageRef, err := m.ensureImage(ctx, pod, c, sandboxCfg)
+	if err != nil {
+		ie, _ := IsImageError(err)
+		res.wait(c.Name, ie.Reason, ie.Message, err)
+		return
+	}
+	cfg, err := m.containerConfig(ctx, pod, c, podIPs, restartCount, init, volumePaths, imageRef)
+	if err != nil {
+		m.event(pod, corev1.EventTypeWarning, "Failed", c, fmt.Sprintf("Error: %v", err))
+		res.wait(c.Name, ReasonConfigError, err.Error(), err)
+		return
+	}
+	id, err := m.runtime.CreateContainer(ctx, sandboxID, cfg, sandboxCfg)
+	if err != nil {
+		m.event(pod, corev1.EventTypeWarning, "Failed", c, fmt.Sprintf("Error: %v", err))
+		res.wait(c.Name, ReasonCreateError, err.Error(), err)
+		return
+	}
+	m.event(pod, corev1.EventTypeNormal, "Created", c, "Created container: "+c.Name)
+	if err := m.runtime.StartContainer(ctx, id); err != nil {
+		m.event(pod, corev1.EventTypeWarning, "Failed", c, fmt.Sprintf("Error: %v", err))
+		res.wait(c.Name, ReasonRunError, err.Error(), err)
+		return
+	}
+	m.event(pod, corev1.EventTypeNormal, "Started", c, "Started container "+c.Name)
+	if c.Lifecycle != nil && c.Lifecycle.PostStart != nil {
+		if msg, err := m.runHook(ctx, pod, c, id, podIPs, c.Lifecycle.PostStart, hookTimeout(pod)); err != nil {
+			m.event(pod, corev1.EventTypeWarning, "FailedPostStartHook", c, msg)
+			cs := &ContainerStatus{ID: id, Name: c.Name}
+			_ = m.killContainer(ctx, pod, cs, nil, "FailedPostStartHook")
+			res.wait(c.Name, ReasonPostStartError, msg, err)
+			return
+		}
+	}
+	// Keep one dead instance (for logs --previous); remove older ones.
+	instances := st.Instances(c.Name)
+	for i, old := range instances {
+		if i == 0 || old.State == StateRunning {
+			continue
+		}
+		_ = m.runtime.RemoveContainer(ctx, old.ID)
+	}
+}
+
+func hookTimeout(pod *corev1.Pod) time.Duration {
+	if g := pod.Spec.TerminationGracePeriodSeconds; g != nil && *g > 0 {
+		return time.Duration(*g) * time.Second
+	}
+	return 30 * time.Second
+}
+
+// minGrace is the least time a container gets after its preStop hook.
+const minGrace = 2 * time.Second
+
+// killContainer runs the preStop hook, then stops the container within
+// what remains of the grace period (the runtime sends SIGTERM, then SIGKILL).
+func (m *Manager) killContainer(ctx context.Context, pod *corev1.Pod, cs *ContainerStatus, graceOverride *int64, why string) error {
+	grace := 30 * time.Second
+	switch {
+	case graceOverride != nil:
+		grace = time.Duration(*graceOverride) * time.Second
+	case pod != nil && pod.DeletionGracePeriodSeconds != nil:
+		grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
+	case pod != nil && pod.Spec.TerminationGracePeriodSeconds != nil:
+		grace = time.Duration(*pod.Spec.TerminationGracePeriodSeconds) * time.Second
+	case cs.GracePeriod != nil:
+		grace = time.Duration(*cs.GracePeriod) * time.Second
+	}
+	var spec *corev1.Container
+	if pod != nil {
+		spec = specOf(pod, cs.Name)
+		m.event(pod, corev1.EventTypeNormal, "Killing", spec, "Stopping container "+cs.Name)
+	}
+	start := m.clock.Now()
+	if spec != nil && spec.Lifecycle != nil && spec.Lifecycle.PreStop != nil && grace > 0 && cs.State != StateExited {
+		if msg, err := m.runHook(ctx, pod, spec, cs.ID, nil, spec.Lifecycle.PreStop, grace); err != nil {
+			m.event(pod, corev1.EventTypeWarning, "FailedPreStopHook", spec, msg)
+		}
+		grace -= m.clock.Since(start)
+		if grace < minGrace {
+			grace = minGrace
+		}
+	}
+	if grace < 0 {
+		grace = 0
+	}
+	if err := m.runtime.StopContainer(ctx, cs.ID, int64(grace.Seconds())); err != nil {
+		return fmt.Errorf("stop container %s (%s): %w", cs.Name, why, err)
+	}
+	return nil
+}
+
+func specOf(pod *corev1.Pod, name string) *corev1.Container {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == name {
+			return &pod.Spec.InitContainers[i]
+		}
+	}
+	return nil
+}
+
+// KillPod stops every container of the pod in parallel (each with its
+// preStop hook and grace period), then its sandboxes, which tears down the
+// pod's network. pod may be nil for a pod the agent no longer knows.
+func (m *Manager) KillPod(ctx context.Context, pod *corev1.Pod, st *PodStatus, graceOverride *int64) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, len(st.Containers))
+	for _, cs := range st.Containers {
+		if cs.State != StateRunning && cs.State != StateCreated && cs.State != StateUnknown {
+			continue
+		}
+		wg.Add(1)
+		go func(cs *ContainerStatus) {
+			defer wg.Done()
+			if err := m.killContainer(ctx, pod, cs, graceOverride, "killing pod"); err != nil {
+				errs <- err
+			}
+		}(cs)
+	}
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	for _, sb := range st.Sandboxes {
+		if err := m.runtime.StopPodSandbox(ctx, sb.ID); err != nil {
+			all = append(all, fmt.Errorf("stop sandbox %s: %w", sb.ID, err))
+		}
+	}
+	return errors.Join(all...)
+}
+
+// RemovePod deletes a stopped pod's containers and sandboxes from the
+// runtime (after KillPod), freeing their resources.
+func (m *Manager) RemovePod(ctx context.Context, st *PodStatus) error {
+	var all []error
+	for _, cs := range st.Containers {
+		if err := m.runtime.RemoveContainer(ctx, cs.ID); err != nil {
+			all = append(all, fmt.Errorf("remove container %s: %w", cs.ID, err))
+		}
+	}
+	for _, sb := range st.Sandboxes {
+		if err := m.runtime.RemovePodSandbox(ctx, sb.ID); err != nil {
+			all = append(all, fmt.Errorf("remove sandbox %s: %w", sb.ID, err))
+		}
+	}
+	return errors.Join(all...)
+}

@@ -120,7 +120,9 @@ func (m *Manager) event(pod *corev1.Pod, typ, reason string, c *corev1.Container
 	m.recorder.Event(ref, typ, reason, msg)
 }
 
-func (m *Manager) podEvent(pod *corev1.Pod, typ, reason, msg string) { m.event(pod, typ, reason, nil, msg) }
+func (m *Manager) podEvent(pod *corev1.Pod, typ, reason, msg string) {
+	m.event(pod, typ, reason, nil, msg)
+}
 
 func fieldPath(pod *corev1.Pod, name string) string {
 	for i := range pod.Spec.InitContainers {

@@ -1,0 +1,237 @@
+// Package status is the one writer of pod status to the apiserver: it
+// keeps the latest status the agent computed for each pod, preserves
+// condition transition times and the start time, and patches the API
+// object when the status changed; once a deleted pod's containers are gone
+// it removes the pod object.
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
+)
+
+// MirrorResolver maps a static pod to the UID of its mirror pod in the
+// apiserver (status of a static pod is written to its mirror).
+type MirrorResolver func(pod *corev1.Pod) (types.UID, bool)
+
+type entry struct {
+	pod     *corev1.Pod
+	status  corev1.PodStatus
+	version uint64
+	synced  uint64
+	// deletable is set once the pod's containers and volumes are gone.
+	deletable bool
+}
+
+// Manager caches pod statuses and writes them. Safe for concurrent use.
+type Manager struct {
+	client kubernetes.Interface
+	clock  clock.WithTicker
+	mirror MirrorResolver
+
+	mu      sync.Mutex
+	entries map[types.UID]*entry
+	kick    chan struct{}
+}
+
+// New returns a status manager.
+func New(client kubernetes.Interface, mirror MirrorResolver, clk clock.WithTicker) *Manager {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &Manager{client: client, clock: clk, mirror: mirror, entries: map[types.UID]*entry{}, kick: make(chan struct{}, 1)}
+}
+
+// SetPodStatus records the status the agent computed for pod.
+func (m *Manager) SetPodStatus(pod *corev1.Pod, st corev1.PodStatus) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.entries[pod.UID]
+	old := pod.Status
+	if e != nil {
+		old = e.status
+	}
+	st = merge(old, st, m.clock.Now())
+	if e != nil && apiequality.Semantic.DeepEqual(e.status, st) {
+		e.pod = pod
+		return
+	}
+	if e == nil {
+		e = &entry{}
+		m.entries[pod.UID] = e
+	}
+	e.pod, e.status = pod, st
+	e.version++
+	m.poke()
+}
+
+// GetPodStatus returns the cached status of a pod.
+func (m *Manager) GetPodStatus(uid types.UID) (corev1.PodStatus, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e, ok := m.entries[uid]; ok {
+		return *e.status.DeepCopy(), true
+	}
+	return corev1.PodStatus{}, false
+}
+
+// MarkDeletable says a terminated pod's resources are gone: its API
+// object may be removed.
+func (m *Manager) MarkDeletable(pod *corev1.Pod) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.entries[pod.UID]
+	if e == nil {
+		e = &entry{pod: pod, status: pod.Status}
+		m.entries[pod.UID] = e
+	}
+	e.pod = pod
+	e.deletable = true
+	e.version++
+	m.poke()
+}
+
+// Forget drops a pod the agent no longer tracks.
+func (m *Manager) Forget(uid types.UID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.entries, uid)
+}
+
+func (m *Manager) poke() {
+	select {
+	case m.kick <- struct{}{}:
+	default:
+	}
+}
+
+// merge keeps the start time and the transition times of conditions whose
+// status did not change.
+func merge(old, st corev1.PodStatus, now time.Time) corev1.PodStatus {
+	if old.StartTime != nil && !old.StartTime.IsZero() {
+		st.StartTime = old.StartTime
+	} else if st.StartTime == nil {
+		t := metav1.NewTime(now)
+		st.StartTime = &t
+	}
+	for i := range st.Conditions {
+		c := &st.Conditions[i]
+		if !c.LastTransitionTime.IsZero() {
+			continue
+		}
+		c.LastTransitionTime = metav1.NewTime(now)
+		for _, oc := range old.Conditions {
+			if oc.Type == c.Type && oc.Status == c.Status && !oc.LastTransitionTime.IsZero() {
+				c.LastTransitionTime = oc.LastTransitionTime
+			}
+		}
+	}
+	// Terminal phases never go back.
+	if old.Phase == corev1.PodSucceeded || old.Phase == corev1.PodFailed {
+		st.Phase = old.Phase
+	}
+	return st
+}
+
+// Run writes changed statuses as they come and every 10 s retries what
+// failed, until ctx is cancelled.
+func (m *Manager) Run(ctx context.Context) error {
+	t := m.clock.NewTicker(10 * time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-m.kick:
+		case <-t.C():
+		}
+		m.syncAll(ctx)
+	}
+}
+
+func (m *Manager) syncAll(ctx context.Context) {
+	m.mu.Lock()
+	var todo []types.UID
+	for uid, e := range m.entries {
+		if e.synced != e.version {
+			todo = append(todo, uid)
+		}
+	}
+	m.mu.Unlock()
+	for _, uid := range todo {
+		m.syncOne(ctx, uid)
+	}
+}
+
+func (m *Manager) syncOne(ctx context.Context, uid types.UID) {
+	logger := klog.FromContext(ctx)
+	m.mu.Lock()
+	e, ok := m.entries[uid]
+	if !ok {
+		m.mu.Unlock()
+		return
+	}
+	pod, st, version, deletable := e.pod, *e.status.DeepCopy(), e.version, e.deletable
+	m.mu.Unlock()
+
+	apiUID := pod.UID
+	if m.mirror != nil {
+		if mu, isStatic := m.mirror(pod); isStatic {
+			if mu == "" {
+				return // the mirror pod does not exist yet
+			}
+			apiUID = mu
+		}
+	}
+	pods := m.client.CoreV1().Pods(pod.Namespace)
+	if err := m.patch(ctx, pod, apiUID, st); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			// Gone, or replaced by a pod with the same name.
+			m.Forget(uid)
+			return
+		}
+		logger.V(2).Info("Failed to update pod status", "pod", klog.KObj(pod), "err", err)
+		return
+	}
+	if deletable && pod.DeletionTimestamp != nil && apiUID == pod.UID {
+		err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &apiUID}})
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			logger.V(2).Info("Failed to delete pod", "pod", klog.KObj(pod), "err", err)
+			return
+		}
+		logger.V(2).Info("Pod deleted", "pod", klog.KObj(pod))
+		m.Forget(uid)
+		return
+	}
+	m.mu.Lock()
+	if e, ok := m.entries[uid]; ok && e.version == version {
+		e.synced = version
+	}
+	m.mu.Unlock()
+}
+
+// patch writes status with a strategic merge patch guarded by the UID.
+func (m *Manager) patch(ctx context.Context, pod *corev1.Pod, uid types.UID, st corev1.PodStatus) error {
+	body, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"uid": uid},
+		"status":   st,
+	})
+	if err != nil {
+		return fmt.Errorf("encode status patch: %w", err)
+	}
+	_, err = m.client.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, body, metav1.PatchOptions{}, "status")
+	return err
+}

@@ -1,0 +1,451 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/record"
+	internalapi "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/k1s/k1s/agent/kuberuntime"
+	"github.com/k1s/k1s/agent/nodestatus"
+	"github.com/k1s/k1s/agent/pleg"
+	"github.com/k1s/k1s/agent/podstatus"
+	"github.com/k1s/k1s/agent/pods"
+	"github.com/k1s/k1s/agent/status"
+)
+
+// VolumeManager prepares and tears down pods' volumes.
+type VolumeManager interface {
+	kuberuntime.VolumeMounter
+	// SetUpPod prepares every volume of pod (idempotent) and returns their
+	// host paths by volume name.
+	SetUpPod(ctx context.Context, pod *corev1.Pod) (map[string]string, error)
+	// TearDownPod removes the pod's volumes once its containers are gone.
+	TearDownPod(ctx context.Context, uid types.UID) error
+	// CleanupOrphans removes volumes of pods not in active.
+	CleanupOrphans(ctx context.Context, active sets.Set[types.UID]) error
+}
+
+// Network writes the pod network configuration when the node's pod CIDR
+// is known.
+type Network interface {
+	// SetPodCIDR (re)writes the network config for cidr.
+	SetPodCIDR(cidr string) error
+}
+
+// Deps are the agent's handles.
+type Deps struct {
+	// Client is the agent's API client (the node's identity).
+	Client kubernetes.Interface
+	// Runtime and Images are the CRI services.
+	Runtime internalapi.RuntimeService
+	Images  internalapi.ImageManagerService
+	// Volumes prepares pod volumes.
+	Volumes VolumeManager
+	// Network writes the CNI config; nil when the runtime's network is
+	// managed elsewhere.
+	Network Network
+	// Env resolves environment variable sources (configmaps, secrets, services).
+	Env kuberuntime.EnvSource
+	// Clock is injected for tests.
+	Clock clock.WithTicker
+}
+
+// Agent runs the pods of one node.
+type Agent struct {
+	cfg  Config
+	deps Deps
+
+	recorder record.EventRecorder
+	runtime  *kuberuntime.Manager
+	node     *nodestatus.Manager
+	statuses *status.Manager
+	pods     *pods.Manager
+	pleg     *pleg.PLEG
+	workers  *podWorkers
+
+	ready chan struct{}
+
+	mu      sync.Mutex
+	podCIDR string
+}
+
+// New validates cfg and builds the agent's managers. It starts nothing.
+func New(cfg Config, deps Deps) (*Agent, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if deps.Client == nil || deps.Runtime == nil || deps.Images == nil {
+		return nil, errors.New("agent: an API client and CRI services are required")
+	}
+	if deps.Clock == nil {
+		deps.Clock = clock.RealClock{}
+	}
+	a := &Agent{cfg: cfg, deps: deps, ready: make(chan struct{})}
+	broadcaster := record.NewBroadcaster()
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: deps.Client.CoreV1().Events("")})
+	a.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: cfg.NodeName})
+
+	hostname, _ := os.Hostname()
+	var err error
+	a.runtime, err = kuberuntime.New(kuberuntime.Config{
+		NodeName:       cfg.NodeName,
+		NodeIPs:        cfg.NodeIPs,
+		Hostname:       hostname,
+		ClusterDNS:     cfg.ClusterDNS,
+		ClusterDomain:  cfg.ClusterDomain,
+		MemoryCapacity: nodestatus.MemoryBytes(),
+	}, deps.Runtime, deps.Images, deps.Volumes, deps.Env, a.recorder, deps.Clock)
+	if err != nil {
+		return nil, err
+	}
+	a.node, err = nodestatus.New(nodestatus.Config{
+		NodeName:       cfg.NodeName,
+		NodeIPs:        cfg.NodeIPs,
+		Labels:         cfg.NodeLabels,
+		ControlPlane:   cfg.ControlPlane,
+		Taints:         cfg.NodeTaints,
+		AgentPort:      cfg.AgentPort,
+		MaxPods:        cfg.MaxPods,
+		DataDir:        cfg.DataDir,
+		KubeletVersion: cfg.KubeletVersion,
+	}, deps.Client, &health{a: a}, deps.Clock)
+	if err != nil {
+		return nil, err
+	}
+	a.pods = pods.NewManager(cfg.NodeName, deps.Client)
+	a.statuses = status.New(deps.Client, a.pods.MirrorUID, deps.Clock)
+	a.pleg = pleg.New(a.runtime, time.Second, deps.Clock)
+	return a, nil
+}
+
+// Ready is closed once the node is registered and reported Ready.
+func (a *Agent) Ready() <-chan struct{} { return a.node.Ready() }
+
+// Pods returns the pods this agent runs (for its API server).
+func (a *Agent) Pods() []*corev1.Pod { return a.pods.Pods() }
+
+// PodStatus returns the status the agent computed for a pod.
+func (a *Agent) PodStatus(uid types.UID) (corev1.PodStatus, bool) { return a.statuses.GetPodStatus(uid) }
+
+// Run runs the agent until ctx is cancelled. Containers keep running when
+// it returns: they outlive the agent by design.
+func (a *Agent) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithName("agent")
+	ctx = klog.NewContext(ctx, logger)
+	var wg sync.WaitGroup
+	goRun := func(fn func(context.Context) error) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := fn(ctx); err != nil {
+				logger.Error(err, "Agent component stopped")
+			}
+		}()
+	}
+	goRun(a.node.Run)
+	goRun(a.statuses.Run)
+	goRun(a.pleg.Run)
+	goRun(a.watchNode)
+
+	apiSynced := make(chan struct{})
+	wg.Add(2)
+	go func() { defer wg.Done(); pods.RunAPISource(ctx, a.deps.Client, a.cfg.NodeName, a.pods, apiSynced) }()
+	go func() {
+		defer wg.Done()
+		fs := &pods.FileSource{Dir: a.cfg.PodManifests, NodeName: a.cfg.NodeName}
+		fs.Run(ctx, a.pods)
+	}()
+
+	a.workers = newPodWorkers(ctx, a.syncPod)
+	a.syncLoop(ctx)
+	a.workers.Wait()
+	wg.Wait()
+	return nil
+}
+
+// syncLoop dispatches pod changes, runtime events and housekeeping.
+func (a *Agent) syncLoop(ctx context.Context) {
+	housekeeping := a.deps.Clock.NewTicker(a.cfg.HousekeepingInterval)
+	defer housekeeping.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case u := <-a.pods.Updates():
+			a.workers.Update(u.Pod)
+		case ev := <-a.pleg.Events():
+			if pod, ok := a.pods.Get(ev.UID); ok {
+				a.workers.Update(pod)
+			}
+		case <-housekeeping.C():
+			a.housekeeping(ctx)
+		}
+	}
+}
+
+// syncPod is one worker pass over a pod.
+func (a *Agent) syncPod(ctx context.Context, pod *corev1.Pod) (time.Duration, bool) {
+	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
+	ctx = klog.NewContext(ctx, logger)
+	current, desired := a.pods.Get(pod.UID)
+	if desired {
+		pod = current
+	}
+	if !desired || pod.DeletionTimestamp != nil {
+		return a.terminatePod(ctx, pod, !desired)
+	}
+	rs, err := a.runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		logger.Error(err, "Failed to read pod status from the runtime")
+		return 2 * time.Second, false
+	}
+	if old, ok := a.statuses.GetPodStatus(pod.UID); ok && (old.Phase == corev1.PodSucceeded || old.Phase == corev1.PodFailed) {
+		// A finished pod never runs again; make sure nothing of it runs.
+		if running(rs) {
+			_ = a.runtime.KillPod(ctx, pod, rs, nil)
+		}
+		return 0, false
+	}
+
+	var waiting map[string]kuberuntime.Waiting
+	volumes, err := a.setUpVolumes(ctx, pod)
+	if err != nil {
+		a.recorder.Event(pod, corev1.EventTypeWarning, "FailedMount", err.Error())
+		waiting = map[string]kuberuntime.Waiting{}
+		for _, c := range pod.Spec.Containers {
+			waiting[c.Name] = kuberuntime.Waiting{Reason: kuberuntime.ReasonContainerCreating}
+		}
+	} else {
+		res := a.runtime.SyncPod(ctx, pod, rs, volumes, nil)
+		waiting = res.Waiting
+		if res.Err != nil {
+			logger.V(2).Info("Pod sync incomplete", "err", res.Err)
+		}
+		if rs, err = a.runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err != nil {
+			return 2 * time.Second, false
+		}
+	}
+	st := a.generateStatus(pod, rs, waiting, false)
+	a.statuses.SetPodStatus(pod, st)
+	if st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed {
+		// Release the pod's network and other sandbox resources.
+		if err := a.runtime.KillPod(ctx, pod, rs, nil); err != nil {
+			logger.V(2).Info("Failed to stop finished pod", "err", err)
+		}
+		return 0, false
+	}
+	if len(waiting) > 0 {
+		return 2 * time.Second, false
+	}
+	return 30 * time.Second, false
+}
+
+func (a *Agent) setUpVolumes(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {
+	if a.deps.Volumes == nil {
+		return nil, nil
+	}
+	return a.deps.Volumes.SetUpPod(ctx, pod)
+}
+
+func running(rs *kuberuntime.PodStatus) bool {
+	for _, c := range rs.Containers {
+		if c.State == kuberuntime.StateRunning {
+			return true
+		}
+	}
+	for _, s := range rs.Sandboxes {
+		if s.Ready {
+			return true
+		}
+	}
+	return false
+}
+
+// terminatePod stops a deleted pod (honouring its grace period and preStop
+// hooks), removes it from the runtime and its volumes, and lets the status
+// manager delete the API object.
+func (a *Agent) terminatePod(ctx context.Context, pod *corev1.Pod, removed bool) (time.Duration, bool) {
+	logger := klog.FromContext(ctx)
+	rs, err := a.runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		logger.Error(err, "Failed to read pod status from the runtime")
+		return 2 * time.Second, false
+	}
+	var grace *int64
+	if pod.DeletionGracePeriodSeconds != nil {
+		grace = pod.DeletionGracePeriodSeconds
+	}
+	if err := a.runtime.KillPod(ctx, pod, rs, grace); err != nil {
+		logger.Error(err, "Failed to kill pod")
+		return 2 * time.Second, false
+	}
+	if rs, err = a.runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err != nil {
+		return 2 * time.Second, false
+	}
+	if !removed {
+		a.statuses.SetPodStatus(pod, a.generateStatus(pod, rs, nil, true))
+	}
+	if err := a.runtime.RemovePod(ctx, rs); err != nil {
+		logger.Error(err, "Failed to remove pod from the runtime")
+		return 2 * time.Second, false
+	}
+	if a.deps.Volumes != nil {
+		if err := a.deps.Volumes.TearDownPod(ctx, pod.UID); err != nil {
+			logger.Error(err, "Failed to tear down pod volumes")
+			return 2 * time.Second, false
+		}
+	}
+	if removed || pods.IsStatic(pod) {
+		a.statuses.Forget(pod.UID)
+	} else {
+		a.statuses.MarkDeletable(pod)
+	}
+	logger.V(2).Info("Pod terminated")
+	return 0, true
+}
+
+func (a *Agent) generateStatus(pod *corev1.Pod, rs *kuberuntime.PodStatus, waiting map[string]kuberuntime.Waiting, terminal bool) corev1.PodStatus {
+	if cur, ok := a.statuses.GetPodStatus(pod.UID); ok {
+		pod = pod.DeepCopy()
+		pod.Status.StartTime = cur.StartTime
+	}
+	var hostIPs []string
+	for _, ip := range a.cfg.NodeIPs {
+		hostIPs = append(hostIPs, ip.String())
+	}
+	return podstatus.Generate(pod, rs, podstatus.Inputs{
+		Waiting:     waiting,
+		HostIPs:     hostIPs,
+		RuntimeName: "containerd",
+		Terminal:    terminal,
+	})
+}
+
+// housekeeping kills what runs for pods the agent no longer has, removes
+// orphaned volumes, trims back-off records and keeps mirror pods.
+func (a *Agent) housekeeping(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	active := sets.New[types.UID]()
+	for _, p := range a.pods.Pods() {
+		active.Insert(p.UID)
+	}
+	for uid, rp := range a.pleg.Pods() {
+		if active.Has(uid) || a.workers.Has(uid) {
+			continue
+		}
+		a.workers.Update(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid, Name: rp.Name, Namespace: rp.Namespace}})
+	}
+	if a.deps.Volumes != nil {
+		running := sets.New[types.UID]()
+		for uid := range a.pleg.Pods() {
+			running.Insert(uid)
+		}
+		if err := a.deps.Volumes.CleanupOrphans(ctx, active.Union(running)); err != nil {
+			logger.V(2).Info("Failed to clean orphaned volumes", "err", err)
+		}
+	}
+	a.runtime.GCBackOff()
+	select {
+	case <-a.node.Registered():
+		node, err := a.deps.Client.CoreV1().Nodes().Get(ctx, a.cfg.NodeName, metav1.GetOptions{ResourceVersion: "0"})
+		if err == nil {
+			if err := a.pods.SyncMirrors(ctx, node.UID); err != nil {
+				logger.V(2).Info("Failed to sync mirror pods", "err", err)
+			}
+		}
+	default:
+	}
+}
+
+// watchNode writes the pod network config when the node gets its pod CIDR.
+func (a *Agent) watchNode(ctx context.Context) error {
+	select {
+	case <-a.node.Registered():
+	case <-ctx.Done():
+		return nil
+	}
+	t := a.deps.Clock.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		node, err := a.deps.Client.CoreV1().Nodes().Get(ctx, a.cfg.NodeName, metav1.GetOptions{})
+		if err == nil && node.Spec.PodCIDR != "" && a.deps.Network != nil {
+			a.mu.Lock()
+			changed := node.Spec.PodCIDR != a.podCIDR
+			a.mu.Unlock()
+			if changed {
+				if err := a.deps.Network.SetPodCIDR(node.Spec.PodCIDR); err != nil {
+					klog.FromContext(ctx).Error(err, "Failed to write pod network config", "podCIDR", node.Spec.PodCIDR)
+				} else {
+					a.mu.Lock()
+					a.podCIDR = node.Spec.PodCIDR
+					a.mu.Unlock()
+					klog.FromContext(ctx).Info("Pod network configured", "podCIDR", node.Spec.PodCIDR)
+					a.node.TriggerUpdate(ctx)
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C():
+		}
+	}
+}
+
+// health is what the node's Ready condition checks.
+type health struct{ a *Agent }
+
+func (h *health) RuntimeReady(ctx context.Context) error {
+	if err := h.a.pleg.Healthy(); err != nil {
+		return err
+	}
+	st, err := h.a.deps.Runtime.Status(ctx, false)
+	if err != nil {
+		return err
+	}
+	for _, c := range st.GetStatus().GetConditions() {
+		if c.Type == runtimeapi.RuntimeReady && !c.Status {
+			return fmt.Errorf("%s: %s", c.Reason, c.Message)
+		}
+	}
+	return nil
+}
+
+func (h *health) NetworkReady() error {
+	st, err := h.a.deps.Runtime.Status(context.Background(), false)
+	if err != nil {
+		return err
+	}
+	for _, c := range st.GetStatus().GetConditions() {
+		if c.Type == runtimeapi.NetworkReady && !c.Status {
+			return fmt.Errorf("NetworkReady=false reason:%s message:%s", c.Reason, strings.TrimSpace(c.Message))
+		}
+	}
+	return nil
+}
+
+func (h *health) RuntimeVersion(ctx context.Context) string {
+	v, err := h.a.deps.Runtime.Version(ctx, "v1")
+	if err != nil {
+		return ""
+	}
+	return v.RuntimeName + "://" + v.RuntimeVersion
+}

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/kubernetes"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -25,8 +25,8 @@ import (
 	"github.com/k1s/k1s/agent/kuberuntime"
 	"github.com/k1s/k1s/agent/nodestatus"
 	"github.com/k1s/k1s/agent/pleg"
-	"github.com/k1s/k1s/agent/podstatus"
 	"github.com/k1s/k1s/agent/pods"
+	"github.com/k1s/k1s/agent/podstatus"
 	"github.com/k1s/k1s/agent/status"
 )
 
@@ -143,7 +143,9 @@ func (a *Agent) Ready() <-chan struct{} { return a.node.Ready() }
 func (a *Agent) Pods() []*corev1.Pod { return a.pods.Pods() }
 
 // PodStatus returns the status the agent computed for a pod.
-func (a *Agent) PodStatus(uid types.UID) (corev1.PodStatus, bool) { return a.statuses.GetPodStatus(uid) }
+func (a *Agent) PodStatus(uid types.UID) (corev1.PodStatus, bool) {
+	return a.statuses.GetPodStatus(uid)
+}
 
 // Run runs the agent until ctx is cancelled. Containers keep running when
 // it returns: they outlive the agent by design.

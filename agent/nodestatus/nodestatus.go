@@ -181,9 +181,9 @@ func (m *Manager) setLeaseOwner(l *coordinationv1.Lease) error {
 
 func (m *Manager) labels() map[string]string {
 	l := map[string]string{
-		corev1.LabelHostname:   m.cfg.NodeName,
-		corev1.LabelOSStable:   runtime.GOOS,
-		corev1.LabelArchStable: runtime.GOARCH,
+		corev1.LabelHostname:      m.cfg.NodeName,
+		corev1.LabelOSStable:      runtime.GOOS,
+		corev1.LabelArchStable:    runtime.GOARCH,
 		"beta.kubernetes.io/os":   runtime.GOOS,
 		"beta.kubernetes.io/arch": runtime.GOARCH,
 	}

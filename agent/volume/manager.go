@@ -409,7 +409,15 @@ func (m *manager) tearDown(ctx context.Context, uid types.UID) error {
 	if err != nil {
 		return fmt.Errorf("list mounts of pod %s: %w", uid, err)
 	}
-	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	// subPath binds first (they pin parts of volumes), then deepest first.
+	subpaths := filepath.Join(dir, "volume-subpaths") + "/"
+	sort.SliceStable(points, func(i, j int) bool {
+		si, sj := strings.HasPrefix(points[i], subpaths), strings.HasPrefix(points[j], subpaths)
+		if si != sj {
+			return si
+		}
+		return len(points[i]) > len(points[j])
+	})
 	var errs []error
 	for _, p := range points {
 		if err := m.mounter.Unmount(p); err != nil {

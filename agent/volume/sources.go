@@ -138,12 +138,12 @@ func (m *manager) projectedFiles(ctx context.Context, pod *corev1.Pod, vs *volum
 
 // tokenState is a token the manager issued for one projection.
 type tokenState struct {
-	token     string
-	audience  string
-	seconds   int64
-	issued    time.Time
-	expiry    time.Time
-	renewAt   time.Time
+	token    string
+	audience string
+	seconds  int64
+	issued   time.Time
+	expiry   time.Time
+	renewAt  time.Time
 }
 
 func newTokenState(token, audience string, seconds int64, issued, expiry time.Time) *tokenState {

@@ -3,15 +3,19 @@ package network
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/containernetworking/cni/libcni"
 	current "github.com/containernetworking/cni/pkg/types/100"
+	"golang.org/x/sys/unix"
 )
 
 // TestConflistWithRealPlugins attaches a network namespace through the
@@ -41,6 +45,11 @@ func TestConflistWithRealPlugins(t *testing.T) {
 	var pingErr, addErr, delErr error
 	var ifaces string
 	inNewNetns(t, func() {
+		// The host's loopback, for the hostPort check.
+		if out, err := exec.Command("ip", "link", "set", "lo", "up").CombinedOutput(); err != nil {
+			addErr = fmt.Errorf("lo up: %v: %s", err, out)
+			return
+		}
 		if out, err := exec.Command("ip", "netns", "add", nsName).CombinedOutput(); err != nil {
 			addErr = fmt.Errorf("ip netns add: %v: %s", err, out)
 			return
@@ -65,9 +74,16 @@ func TestConflistWithRealPlugins(t *testing.T) {
 		podIP, gw = r.IPs[0].Address.IP, r.IPs[0].Gateway
 		out, _ := exec.Command("ip", "-o", "addr", "show", "cni0").CombinedOutput()
 		ifaces = string(out)
-		if out, err := exec.Command("ip", "netns", "exec", nsName, "ping", "-c", "1", "-W", "2", gw.String()).CombinedOutput(); err != nil {
-			pingErr = fmt.Errorf("ping %s from the pod: %v: %s", gw, err, out)
-		}
+		pingErr = serveInNetns("/run/netns/"+nsName, podIP, func() error {
+			// Straight to the pod over the bridge, and through the
+			// hostPort from the host's loopback (portmap with snat).
+			for _, addr := range []string{net.JoinHostPort(podIP.String(), "80"), "127.0.0.1:18080"} {
+				if err := roundTrip(addr); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 		delErr = cni.DelNetworkList(ctx, list, rt)
 	})
 	if addErr != nil {
@@ -80,9 +96,7 @@ func TestConflistWithRealPlugins(t *testing.T) {
 		t.Errorf("cni0 lacks the gateway address: %s", ifaces)
 	}
 	if pingErr != nil {
-		if _, err := exec.LookPath("ping"); err == nil {
-			t.Errorf("%v", pingErr)
-		}
+		t.Errorf("traffic to the pod: %v", pingErr)
 	}
 	if delErr != nil {
 		t.Errorf("del: %v", delErr)
@@ -90,4 +104,65 @@ func TestConflistWithRealPlugins(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(tmp, "ipam", "k1s", podIP.String())); !os.IsNotExist(err) {
 		t.Errorf("address reservation left after DEL: %v", err)
 	}
+}
+
+// serveInNetns listens on ip:80 inside the network namespace at nsPath,
+// answering "pong" to each connection, while check runs.
+func serveInNetns(nsPath string, ip net.IP, check func() error) error {
+	ready := make(chan error, 1)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		fd, err := unix.Open(nsPath, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			ready <- err
+			return
+		}
+		defer unix.Close(fd)
+		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			ready <- err
+			return
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort(ip.String(), "80"))
+		if err != nil {
+			ready <- err
+			return
+		}
+		ready <- nil
+		go func() {
+			<-stop
+			l.Close()
+		}()
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("pong"))
+			c.Close()
+		}
+	}()
+	if err := <-ready; err != nil {
+		return err
+	}
+	err := check()
+	close(stop)
+	<-done
+	return err
+}
+
+func roundTrip(addr string) error {
+	c, err := net.DialTimeout("tcp", addr, 3*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(3 * time.Second))
+	b, err := io.ReadAll(c)
+	if err != nil || string(b) != "pong" {
+		return fmt.Errorf("%s answered %q, %v", addr, b, err)
+	}
+	return nil
 }

@@ -81,6 +81,10 @@ func sortedKeys(m map[string][]byte) []string {
 	return keys
 }
 
+// bundled is where the shim and the pause image are read from: the
+// embedded assets directory (tests may point it elsewhere).
+var bundled = embeddedAssets()
+
 // embeddedAssets returns the assets directory embedded in the binary.
 func embeddedAssets() fs.FS {
 	sub, err := fs.Sub(assets, "assets")
@@ -94,7 +98,7 @@ func embeddedAssets() fs.FS {
 // PauseImageArchive returns the pause image tarball carried in the k1s
 // binary (an OCI image layout naming DefaultSandboxImage).
 func PauseImageArchive() ([]byte, error) {
-	data, err := fs.ReadFile(embeddedAssets(), pauseArchive)
+	data, err := fs.ReadFile(bundled, pauseArchive)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, errors.New("k1s was built without the pause image: build it with make build")
 	}

@@ -49,7 +49,8 @@ type Config struct {
 	Root string
 	// State is containerd's state directory, on tmpfs. Default
 	// /run/k1s/containerd. Shim sockets go to <State>/s, runc state to
-	// <State>/runc and pod network namespaces to <State>/netns, so
+	// <State>/runc and pod network namespaces to
+	// <State>/io.containerd.grpc.v1.cri/netns, so
 	// everything containerd keeps while running is under it. At most 36
 	// characters (unix socket paths are short).
 	State string
@@ -186,8 +187,9 @@ func (c Config) ShimSocketDir() string { return filepath.Join(c.State, "s") }
 // RuncRoot is runc's state root for containers of this containerd.
 func (c Config) RuncRoot() string { return filepath.Join(c.State, "runc") }
 
-// NetNSDir is where the CRI plugin mounts pod network namespaces.
-func (c Config) NetNSDir() string { return filepath.Join(c.State, "netns") }
+// NetNSDir is where the CRI plugin mounts pod network namespaces: its
+// own state directory's netns (netns_mounts_under_state_dir).
+func (c Config) NetNSDir() string { return filepath.Join(c.State, "io.containerd.grpc.v1.cri", "netns") }
 
 // disabledPlugins are containerd plugins k1s does not use. Some would
 // otherwise claim machine-wide paths another containerd may use (the NRI

@@ -47,7 +47,7 @@ func New(cfg Config) (*Containerd, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Containerd{cfg: cfg, assets: embeddedAssets(), ready: make(chan struct{})}, nil
+	return &Containerd{cfg: cfg, assets: bundled, ready: make(chan struct{})}, nil
 }
 
 // Config returns the configuration with defaults filled in.
@@ -67,20 +67,10 @@ func (c *Containerd) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("containerd")
 	cfg := c.cfg
 
-	binDir := cfg.BinDir
-	if binDir == "" {
-		b, err := loadBundle(c.assets)
-		if err != nil {
-			return err
-		}
-		if binDir, err = b.extract(cfg.DataDir); err != nil {
-			return err
-		}
+	binDir, err := c.binDir()
+	if err != nil {
+		return err
 	}
-	if _, err := os.Stat(filepath.Join(binDir, ShimName)); err != nil {
-		return fmt.Errorf("containerd shim: %w", err)
-	}
-
 	for _, d := range []struct {
 		path string
 		mode os.FileMode
@@ -100,42 +90,18 @@ func (c *Containerd) Run(ctx context.Context) error {
 	if err := writeFileAtomic(cfg.ConfigFile, []byte(renderConfig(cfg)), 0o600); err != nil {
 		return fmt.Errorf("write containerd config: %w", err)
 	}
-	logFile, err := os.OpenFile(cfg.LogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+	child, err := startChild(cfg, binDir)
 	if err != nil {
-		return fmt.Errorf("open containerd log: %w", err)
+		return err
 	}
-	defer logFile.Close()
-
-	cmd := exec.Command(cfg.Executable, DaemonCommand, "--config", cfg.ConfigFile)
-	cmd.Dir = "/"
-	cmd.Env = childEnv(os.Environ(), binDir)
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		// Its own process group, so a terminal's Ctrl-C reaches k1s only
-		// and k1s stops containerd in order.
-		Setpgid: true,
-		// If k1s dies, containerd goes too; containers live on in their
-		// shims and the next k1s re-adopts them.
-		Pdeathsig: syscall.SIGKILL,
-	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start containerd: %w", err)
-	}
-	pid := cmd.Process.Pid
+	pid := child.cmd.Process.Pid
 	logger.V(2).Info("Started containerd", "pid", pid, "config", cfg.ConfigFile, "log", cfg.LogFile)
 	if err := writeFileAtomic(cfg.PidFile, []byte(strconv.Itoa(pid)+"\n"), 0o644); err != nil {
 		logger.Error(err, "Writing containerd pid file failed; k1s killall will not find containerd", "path", cfg.PidFile)
 	}
 	defer removePidFile(cfg.PidFile, pid)
 
-	child := &child{cmd: cmd, exited: make(chan struct{})}
-	go func() {
-		child.err = cmd.Wait()
-		close(child.exited)
-	}()
-
-	if err := c.waitReady(ctx, child); err != nil {
+	if err := waitReady(ctx, cfg, child); err != nil {
 		stopErr := child.stop(cfg.StopTimeout)
 		if ctx.Err() != nil {
 			return stopErr
@@ -190,23 +156,77 @@ func (p *child) stop(timeout time.Duration) error {
 	return nil
 }
 
+// binDir returns the directory holding the shim: BinDir, or the bundle
+// extracted from the k1s binary.
+func (c *Containerd) binDir() (string, error) {
+	dir := c.cfg.BinDir
+	if dir == "" {
+		b, err := loadBundle(c.assets)
+		if err != nil {
+			return "", err
+		}
+		if dir, err = b.extract(c.cfg.DataDir); err != nil {
+			return "", err
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, ShimName)); err != nil {
+		return "", fmt.Errorf("containerd shim: %w", err)
+	}
+	return dir, nil
+}
+
+// startChild starts `<Executable> containerd --config <ConfigFile>` with
+// its output appended to the log file.
+func startChild(cfg Config, binDir string) (*child, error) {
+	logFile, err := os.OpenFile(cfg.LogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o640)
+	if err != nil {
+		return nil, fmt.Errorf("open containerd log: %w", err)
+	}
+	// The child has its own copy of the descriptor once started.
+	defer logFile.Close()
+
+	cmd := exec.Command(cfg.Executable, DaemonCommand, "--config", cfg.ConfigFile)
+	// containerd looks for a shim in its working directory first.
+	cmd.Dir = "/"
+	cmd.Env = childEnv(os.Environ(), binDir)
+	cmd.Stdout = logFile
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		// Its own process group, so a terminal's Ctrl-C reaches k1s only
+		// and k1s stops containerd in order.
+		Setpgid: true,
+		// If k1s dies, containerd goes too; containers live on in their
+		// shims and the next k1s re-adopts them.
+		Pdeathsig: syscall.SIGKILL,
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start containerd: %w", err)
+	}
+	p := &child{cmd: cmd, exited: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
 // waitReady polls the CRI Version call until it answers: containerd is a
 // separate process, so there is nothing to wait on but its socket.
-func (c *Containerd) waitReady(ctx context.Context, p *child) error {
-	deadline := time.NewTimer(c.cfg.ReadyTimeout)
+func waitReady(ctx context.Context, cfg Config, p *child) error {
+	deadline := time.NewTimer(cfg.ReadyTimeout)
 	defer deadline.Stop()
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
 		select {
 		case <-p.exited:
-			return fmt.Errorf("containerd exited during start (%s); see %s", exitText(p.err), c.cfg.LogFile)
+			return fmt.Errorf("containerd exited during start (%s); see %s", exitText(p.err), cfg.LogFile)
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline.C:
-			return fmt.Errorf("containerd did not answer on %s within %s; see %s", c.cfg.Socket, c.cfg.ReadyTimeout, c.cfg.LogFile)
+			return fmt.Errorf("containerd did not answer on %s within %s; see %s", cfg.Socket, cfg.ReadyTimeout, cfg.LogFile)
 		case <-tick.C:
-			if answersCRI(ctx, c.cfg.Socket) {
+			if answersCRI(ctx, cfg.Socket) {
 				return nil
 			}
 		}
@@ -303,4 +323,31 @@ func ReadPidFile(path string) (int, error) {
 		return 0, fmt.Errorf("pid file %s: not a pid: %q", path, strings.TrimSpace(string(data)))
 	}
 	return pid, nil
+}
+
+// StartExisting starts containerd on the config file an earlier Run
+// wrote, without rewriting it or recording a pid file, and returns once
+// it answers; stop ends it. `k1s killall` uses it to stop pods properly
+// (CNI teardown included) when k1s is not running. With no config file
+// there is nothing to start: stop is nil and err is nil.
+func (c *Containerd) StartExisting(ctx context.Context) (stop func() error, err error) {
+	if _, err := os.Stat(c.cfg.ConfigFile); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	binDir, err := c.binDir()
+	if err != nil {
+		return nil, err
+	}
+	if answersCRI(ctx, c.cfg.Socket) {
+		return nil, fmt.Errorf("a containerd already serves %s", c.cfg.Socket)
+	}
+	p, err := startChild(c.cfg, binDir)
+	if err != nil {
+		return nil, err
+	}
+	stop = func() error { return p.stop(c.cfg.StopTimeout) }
+	if err := waitReady(ctx, c.cfg, p); err != nil {
+		return nil, errors.Join(err, stop())
+	}
+	return stop, nil
 }

@@ -1,0 +1,53 @@
+package containerd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/k1s/k1s/internal/images"
+)
+
+// BundledPauseArchive is the name the carried pause image is imported
+// under (in logs and the import state file).
+const BundledPauseArchive = "bundled:pause"
+
+// ImportStateFile is where the import state of a containerd with root
+// directory root is kept: it lives and dies with containerd's images.
+func ImportStateFile(root string) string { return filepath.Join(root, "k1s-imported.json") }
+
+// ImportImages imports the pause image carried in the k1s binary (pinned,
+// so image GC never removes it) and then every image archive in imagesDir
+// (*.tar, *.tar.gz, *.tar.zst: OCI layouts or `docker save` archives) into
+// the "k8s.io" namespace of the containerd at endpoint, unpacked for
+// snapshotter. Archives imported before, unchanged and with their images
+// still present are skipped, as recorded in stateFile ("" records
+// nothing). A failed archive does not stop the others; all failures are
+// returned joined. Call it once containerd is ready and before the first
+// pod sandbox is created.
+func ImportImages(ctx context.Context, endpoint, snapshotter, imagesDir, stateFile string) ([]images.Result, error) {
+	archives, dirErr := images.DirArchives(imagesDir)
+	pause, err := PauseImageArchive()
+	if err != nil {
+		return nil, err
+	}
+	archives = append([]images.Archive{images.BytesArchive(BundledPauseArchive, pause, true)}, archives...)
+	imp, err := images.New(endpoint, images.Options{Snapshotter: snapshotter, StateFile: stateFile})
+	if err != nil {
+		return nil, err
+	}
+	defer imp.Close()
+	res, err := imp.Import(ctx, archives...)
+	if err != nil || dirErr != nil {
+		return res, fmt.Errorf("import images: %w", errors.Join(dirErr, err))
+	}
+	return res, nil
+}
+
+// ImportImages is the package's ImportImages for this containerd: its
+// endpoint, snapshotter and images directory, with the import state kept
+// beside its root.
+func (c *Containerd) ImportImages(ctx context.Context) ([]images.Result, error) {
+	return ImportImages(ctx, c.Endpoint(), c.cfg.Snapshotter, c.cfg.ImagesDir, ImportStateFile(c.cfg.Root))
+}

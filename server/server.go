@@ -18,6 +18,7 @@ import (
 
 	"github.com/k1s/k1s/controllers/manager"
 	namespacecontroller "github.com/k1s/k1s/controllers/namespace"
+	"github.com/k1s/k1s/controllers/nodeipam"
 	"github.com/k1s/k1s/controllers/rootcacertpublisher"
 	"github.com/k1s/k1s/controllers/serviceaccount"
 	"github.com/k1s/k1s/embed/etcd"
@@ -66,17 +67,21 @@ type Config struct {
 	// DefaultNotReadyTolerationSeconds / DefaultUnreachableTolerationSeconds
 	// (--default-not-ready-toleration-seconds ...). Default 300.
 	DefaultNotReadyTolerationSeconds, DefaultUnreachableTolerationSeconds int64
+	// NodeCIDRMaskSize is the prefix length of each node's pod CIDR
+	// (--node-cidr-mask-size). Default 24.
+	NodeCIDRMaskSize int
 	// ControllerManager configures the controllers (--controllers,
 	// --leader-elect ...). Default: manager.DefaultConfig().
 	ControllerManager *manager.Config
 }
 
 // controllers lists every controller k1s server can run.
-func controllers(rootCA []byte) []manager.Controller {
+func controllers(rootCA []byte, clusterCIDR *net.IPNet, nodeMask int) []manager.Controller {
 	return []manager.Controller{
 		serviceaccount.Descriptor(),
 		rootcacertpublisher.Descriptor(rootCA),
 		namespacecontroller.Descriptor(),
+		nodeipam.Descriptor(nodeipam.Config{ClusterCIDR: clusterCIDR, NodeMaskSize: nodeMask}),
 	}
 }
 
@@ -117,6 +122,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.NodeIP == "" {
 		c.NodeIP = DefaultNodeIP().String()
+	}
+	if c.NodeCIDRMaskSize == 0 {
+		c.NodeCIDRMaskSize = 24
 	}
 	if c.ControllerManager == nil {
 		cm := manager.DefaultConfig()
@@ -173,7 +181,13 @@ func (c *Config) parse() (*parsed, error) {
 			}
 		}
 	}
-	if err := c.ControllerManager.Validate(controllers(nil)...); err != nil {
+	if p.clusterCIDR != nil {
+		nc := nodeipam.Config{ClusterCIDR: p.clusterCIDR, NodeMaskSize: c.NodeCIDRMaskSize}
+		if err := nc.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := c.ControllerManager.Validate(controllers(nil, p.clusterCIDR, c.NodeCIDRMaskSize)...); err != nil {
 		errs = append(errs, err)
 	}
 	for _, port := range []struct {
@@ -305,7 +319,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("controller kubeconfig: %w", err)
 	}
-	cm, err := manager.New(*s.cfg.ControllerManager, controllerConfig, controllers(rootCA)...)
+	cm, err := manager.New(*s.cfg.ControllerManager, controllerConfig, controllers(rootCA, s.p.clusterCIDR, s.cfg.NodeCIDRMaskSize)...)
 	if err != nil {
 		return err
 	}

@@ -52,6 +52,7 @@ func newServerCommand(run func(context.Context, server.Config) error) *cli.Comma
 			&cli.StringSliceFlag{Name: "tls-san", Usage: "extra hostname or IP in the serving certificate (repeatable)", EnvVars: env("TLS_SAN"), Destination: &o.tlsSANs},
 			&cli.StringFlag{Name: "service-cidr", Usage: "service cluster IP range", Value: "10.43.0.0/16", EnvVars: env("SERVICE_CIDR"), Destination: &o.cfg.ServiceCIDR},
 			&cli.StringFlag{Name: "cluster-cidr", Usage: "pod IP range", Value: "10.42.0.0/16", EnvVars: env("CLUSTER_CIDR"), Destination: &o.cfg.ClusterCIDR},
+			&cli.IntFlag{Name: "node-cidr-mask-size", Usage: "prefix length of each node's pod CIDR", Value: 24, EnvVars: env("NODE_CIDR_MASK_SIZE"), Destination: &o.cfg.NodeCIDRMaskSize},
 			&cli.StringFlag{Name: "service-node-port-range", Usage: "NodePort range", Value: "30000-32767", EnvVars: env("SERVICE_NODE_PORT_RANGE"), Destination: &o.cfg.ServiceNodePortRange},
 			&cli.StringFlag{Name: "cluster-domain", Usage: "cluster DNS domain", Value: "cluster.local", EnvVars: env("CLUSTER_DOMAIN"), Destination: &o.cfg.ClusterDomain},
 			&cli.StringFlag{Name: "write-kubeconfig", Aliases: []string{"o"}, Usage: "where to write the admin kubeconfig", Value: "/etc/k1s/k1s.yaml", EnvVars: env("KUBECONFIG_OUTPUT"), Destination: &o.cfg.WriteKubeconfig},

@@ -334,10 +334,11 @@ func (a *Agent) generateStatus(pod *corev1.Pod, rs *kuberuntime.PodStatus, waiti
 		hostIPs = append(hostIPs, ip.String())
 	}
 	return podstatus.Generate(pod, rs, podstatus.Inputs{
-		Waiting:     waiting,
-		HostIPs:     hostIPs,
-		RuntimeName: "containerd",
-		Terminal:    terminal,
+		Waiting:            waiting,
+		TerminationMessage: kuberuntime.TerminationMessage,
+		HostIPs:            hostIPs,
+		RuntimeName:        "containerd",
+		Terminal:           terminal,
 	})
 }
 

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/kubectl/pkg/util/qos"
+
+	"github.com/k1s/k1s/agent/volume"
 )
 
 // PodLogDir is the directory of a pod's container logs.
@@ -79,10 +81,11 @@ func (m *Manager) sandboxConfig(ctx context.Context, pod *corev1.Pod, attempt ui
 }
 
 func (m *Manager) podHostname(pod *corev1.Pod) string {
-	h := pod.Name
-	if pod.Spec.Hostname != "" {
-		h = pod.Spec.Hostname
+	// The same name the volume manager writes into the pod's /etc/hosts.
+	if h, _, err := volume.PodHostnameAndDomain(pod, m.cfg.ClusterDomain); err == nil {
+		return h
 	}
+	h := pod.Name
 	if len(h) > 63 {
 		h = strings.TrimRight(h[:63], "-.")
 	}
@@ -237,7 +240,7 @@ func (m *Manager) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev
 	}
 	var mounts []*runtimeapi.Mount
 	if m.volumes != nil {
-		if mounts, err = m.volumes.Mounts(pod, c, volumePaths); err != nil {
+		if mounts, err = m.volumes.Mounts(pod, c, volumePaths, volume.ContainerOptions{PodIPs: podIPs, Env: vars}); err != nil {
 			return nil, err
 		}
 	}

@@ -12,13 +12,15 @@ import (
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
+
+	"github.com/k1s/k1s/agent/volume"
 )
 
 // VolumeMounter gives a container its mounts (the volume manager).
 type VolumeMounter interface {
 	// Mounts returns the CRI mounts of container c of pod, from the pod's
 	// prepared volume host paths (volume name → host path).
-	Mounts(pod *corev1.Pod, c *corev1.Container, volumePaths map[string]string) ([]*runtimeapi.Mount, error)
+	Mounts(pod *corev1.Pod, c *corev1.Container, volumePaths map[string]string, opts volume.ContainerOptions) ([]*runtimeapi.Mount, error)
 }
 
 // EnvSource reads the objects environment variables refer to.

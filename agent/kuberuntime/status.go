@@ -54,8 +54,10 @@ type ContainerStatus struct {
 	// TerminationMessagePath is the container's termination message file.
 	TerminationMessagePath   string
 	TerminationMessagePolicy string
-	PreStop                  string
-	GracePeriod              *int64
+	// TerminationMessageFile is the host file mounted at TerminationMessagePath.
+	TerminationMessageFile string
+	PreStop                string
+	GracePeriod            *int64
 }
 
 // SandboxStatus is one sandbox (one attempt) of a pod.
@@ -184,6 +186,11 @@ func toContainerStatus(s *runtimeapi.ContainerStatus) *ContainerStatus {
 	}
 	if v, err := strconv.ParseInt(a[annotationGracePeriod], 10, 64); err == nil {
 		cs.GracePeriod = &v
+	}
+	for _, mt := range s.Mounts {
+		if mt.ContainerPath == cs.TerminationMessagePath && cs.TerminationMessagePath != "" {
+			cs.TerminationMessageFile = mt.HostPath
+		}
 	}
 	return cs
 }

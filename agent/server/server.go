@@ -150,6 +150,9 @@ func (s *Server) Ready() <-chan struct{} { return s.ready }
 // shutdown and the first serving error otherwise.
 func (s *Server) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
+	if s.serving == nil {
+		return errors.New("agent API: no serving certificate (build the server with New)")
+	}
 	type listener struct {
 		name string
 		l    net.Listener
@@ -177,9 +180,7 @@ func (s *Server) Run(ctx context.Context) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if s.serving != nil {
-		go s.serving.content.Run(ctx, 1)
-	}
+	go s.serving.content.Run(ctx, 1)
 	if s.clientCA != nil {
 		go s.clientCA.Run(ctx, 1)
 	}

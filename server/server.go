@@ -13,9 +13,12 @@ import (
 	"strings"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/validation"
+	kubeversion "k8s.io/component-base/version"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/k1s/k1s/agent"
 	"github.com/k1s/k1s/controllers/manager"
 	namespacecontroller "github.com/k1s/k1s/controllers/namespace"
 	"github.com/k1s/k1s/controllers/nodeipam"
@@ -67,6 +70,29 @@ type Config struct {
 	// DefaultNotReadyTolerationSeconds / DefaultUnreachableTolerationSeconds
 	// (--default-not-ready-toleration-seconds ...). Default 300.
 	DefaultNotReadyTolerationSeconds, DefaultUnreachableTolerationSeconds int64
+	// DisableAgent runs no node agent (and no containerd) in this server
+	// (--disable-agent).
+	DisableAgent bool
+	// NodeName is this node's name (--node-name). Default: the hostname.
+	NodeName string
+	// NodeLabels (--node-label key=value) and NodeTaints (--node-taint
+	// key=value:Effect) apply when the node registers.
+	NodeLabels, NodeTaints []string
+	// PodManifests is the static pod directory (--pod-manifests).
+	// Default <data-dir>/agent/pod-manifests.
+	PodManifests string
+	// ContainerRuntimeEndpoint names an external CRI runtime
+	// (--container-runtime-endpoint); empty runs the embedded containerd.
+	ContainerRuntimeEndpoint string
+	// ClusterDNS is the cluster DNS address in pods' resolv.conf
+	// (--cluster-dns). Default 10.43.0.10.
+	ClusterDNS string
+	// ContainerLogMaxSize and ContainerLogMaxFiles bound container logs
+	// (--container-log-max-size 10Mi, --container-log-max-files 5).
+	ContainerLogMaxSize  string
+	ContainerLogMaxFiles int
+	// ReadOnlyPort serves the agent's read-only API (--read-only-port). Default 0, off.
+	ReadOnlyPort int
 	// NodeCIDRMaskSize is the prefix length of each node's pod CIDR
 	// (--node-cidr-mask-size). Default 24.
 	NodeCIDRMaskSize int
@@ -123,6 +149,19 @@ func (c *Config) SetDefaults() {
 	if c.NodeIP == "" {
 		c.NodeIP = DefaultNodeIP().String()
 	}
+	if c.NodeName == "" {
+		h, _ := os.Hostname()
+		c.NodeName = strings.ToLower(h)
+	}
+	if c.ClusterDNS == "" {
+		c.ClusterDNS = "10.43.0.10"
+	}
+	if c.ContainerLogMaxSize == "" {
+		c.ContainerLogMaxSize = "10Mi"
+	}
+	if c.ContainerLogMaxFiles == 0 {
+		c.ContainerLogMaxFiles = 5
+	}
 	if c.NodeCIDRMaskSize == 0 {
 		c.NodeCIDRMaskSize = 24
 	}
@@ -141,6 +180,7 @@ type parsed struct {
 	bindAddress, nodeIP, advertise net.IP
 	serviceCIDR, clusterCIDR       *net.IPNet
 	nodePorts                      *utilnet.PortRange
+	nodeLabels                     map[string]string
 }
 
 func (c *Config) parse() (*parsed, error) {
@@ -180,6 +220,30 @@ func (c *Config) parse() (*parsed, error) {
 				errs = append(errs, fmt.Errorf("--datastore-endpoint: %q must be an http(s) etcd URL", u))
 			}
 		}
+	}
+	if net.ParseIP(c.ClusterDNS) == nil {
+		errs = append(errs, fmt.Errorf("--cluster-dns: %q is not an IP address", c.ClusterDNS))
+	}
+	if msgs := validation.IsDNS1123Subdomain(c.NodeName); len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--node-name: %q: %s", c.NodeName, strings.Join(msgs, "; ")))
+	}
+	p.nodeLabels = map[string]string{}
+	for _, l := range c.NodeLabels {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || len(validation.IsQualifiedName(k)) > 0 || len(validation.IsValidLabelValue(v)) > 0 {
+			errs = append(errs, fmt.Errorf("--node-label: %q is not a valid key=value label", l))
+			continue
+		}
+		p.nodeLabels[k] = v
+	}
+	if _, err := parseTaints(c.NodeTaints); err != nil {
+		errs = append(errs, err)
+	}
+	if c.ContainerLogMaxFiles < 2 {
+		errs = append(errs, fmt.Errorf("--container-log-max-files: %d must be at least 2", c.ContainerLogMaxFiles))
+	}
+	if c.ReadOnlyPort < 0 || c.ReadOnlyPort > 65535 {
+		errs = append(errs, fmt.Errorf("--read-only-port: %d is not a valid port", c.ReadOnlyPort))
 	}
 	if p.clusterCIDR != nil {
 		nc := nodeipam.Config{ClusterCIDR: p.clusterCIDR, NodeMaskSize: c.NodeCIDRMaskSize}
@@ -266,6 +330,18 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 
 	var tiers []supervisor.Tier
+	var runtime *runtimeWithImages
+	var node *agent.Node
+	if !s.cfg.DisableAgent {
+		if runtime, node, err = s.nodeComponents(cluster, local); err != nil {
+			return err
+		}
+	}
+	first := supervisor.Tier{}
+	if runtime != nil {
+		// containerd needs nothing from the control plane: start it with etcd.
+		first = append(first, supervisor.Named{Name: "containerd", Component: runtime})
+	}
 	etcdServers := strings.Split(s.cfg.DatastoreEndpoint, ",")
 	etcdCA, etcdCert, etcdKey := s.cfg.DatastoreCAFile, s.cfg.DatastoreCertFile, s.cfg.DatastoreKeyFile
 	if s.cfg.DatastoreEndpoint == "" {
@@ -280,11 +356,14 @@ func (s *Server) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		tiers = append(tiers, supervisor.Tier{{Name: "etcd", Component: e}})
+		first = append(first, supervisor.Named{Name: "etcd", Component: e})
 		etcdServers = []string{e.Endpoint()}
 		etcdCA, etcdCert, etcdKey = cluster.EtcdCA.CertFile, cluster.EtcdClient.CertFile, cluster.EtcdClient.KeyFile
 	}
 
+	if len(first) > 0 {
+		tiers = append(tiers, first)
+	}
 	api, err := apiserver.New(apiserver.Config{
 		BindAddress:                         s.p.bindAddress,
 		SecurePort:                          s.cfg.HTTPSPort,
@@ -323,7 +402,11 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tiers = append(tiers, supervisor.Tier{{Name: "controller-manager", Component: cm}})
+	last := supervisor.Tier{{Name: "controller-manager", Component: cm}}
+	if node != nil {
+		last = append(last, supervisor.Named{Name: "node", Component: node})
+	}
+	tiers = append(tiers, last)
 	go func() {
 		select {
 		case <-api.Ready():
@@ -364,3 +447,18 @@ func DefaultNodeIP() net.IP {
 	}
 	return ip
 }
+
+func uniqueIPs(ips ...net.IP) []net.IP {
+	var out []net.IP
+	seen := map[string]bool{}
+	for _, ip := range ips {
+		if ip == nil || seen[ip.String()] {
+			continue
+		}
+		seen[ip.String()] = true
+		out = append(out, ip)
+	}
+	return out
+}
+
+func kubeletVersion() string { return kubeversion.Get().GitVersion }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/k1s/k1s/server/apis/scheduling"
 	"github.com/k1s/k1s/server/auth/rbac/bootstrappolicy"
+	"github.com/k1s/k1s/server/pki"
 )
 
 // SystemNamespaces exist in every cluster and cannot be deleted.
@@ -60,6 +62,16 @@ func (d *dependencies) bootstrap(ctx context.Context) error {
 	}
 	if err := bootstrappolicy.Reconcile(ctx, d.client); err != nil {
 		return fmt.Errorf("default RBAC policy: %w", err)
+	}
+	// The apiserver reaches node agents (logs, exec, port-forward, proxy)
+	// as this user; the agents ask the apiserver whether it may.
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "system:k1s-apiserver-kubelet-api-admin", Labels: map[string]string{"kubernetes.io/bootstrapping": "rbac-defaults"}},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "system:kubelet-api-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: pki.APIServerAgentUser}},
+	}
+	if _, err := d.client.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create %s: %w", crb.Name, err)
 	}
 	ks := &kubernetesService{
 		client:    d.client,

@@ -188,3 +188,38 @@ func WriteKubeconfig(path, server string, ca *CA, client CertKey, mode os.FileMo
 	}
 	return nil
 }
+
+// NodeCerts are a node agent's certificates.
+type NodeCerts struct {
+	// Client authenticates the agent as system:node:<name> (group system:nodes).
+	Client CertKey
+	// Serving is the agent API's certificate, signed by the server CA.
+	Serving CertKey
+	// ServerCAFile verifies the apiserver; ClientCAFile verifies callers of the agent API.
+	ServerCAFile, ClientCAFile string
+}
+
+// IssueNodeCerts writes the certificates of the node agent running in this
+// server (files in dir, reused while they match).
+func (c *Cluster) IssueNodeCerts(dir, nodeName, hostname string, ips []net.IP) (NodeCerts, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return NodeCerts{}, fmt.Errorf("create %s: %w", dir, err)
+	}
+	client, err := c.ClientCA.ensureLeaf(dir, "client-agent", LeafSpec{
+		CommonName: "system:node:" + nodeName, Organization: []string{"system:nodes"}, Client: true,
+	})
+	if err != nil {
+		return NodeCerts{}, err
+	}
+	dns := []string{"localhost", nodeName}
+	if hostname != "" && hostname != nodeName {
+		dns = append(dns, hostname)
+	}
+	serving, err := c.ServerCA.ensureLeaf(dir, "serving-agent", LeafSpec{
+		CommonName: nodeName, DNSNames: dns, IPs: uniqueIPs(append([]net.IP{net.IPv4(127, 0, 0, 1)}, ips...)), Server: true,
+	})
+	if err != nil {
+		return NodeCerts{}, err
+	}
+	return NodeCerts{Client: client, Serving: serving, ServerCAFile: c.ServerCA.CertFile, ClientCAFile: c.ClientCA.CertFile}, nil
+}

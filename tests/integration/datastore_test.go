@@ -70,6 +70,7 @@ func TestExternalDatastore(t *testing.T) {
 			// if an embedded etcd started anyway.
 			EtcdClientPort: clientPort,
 			EtcdPeerPort:   clientPort,
+			DisableAgent:   true,
 		}
 	}
 	a := framework.StartWith(t, cfgFor("a"))

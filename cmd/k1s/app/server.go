@@ -15,6 +15,8 @@ import (
 
 // serverOptions are the flags of `k1s server`.
 type serverOptions struct {
+	nodeLabels  cli.StringSlice
+	nodeTaints  cli.StringSlice
 	cfg         server.Config
 	configFile  string
 	tlsSANs     cli.StringSlice
@@ -65,6 +67,16 @@ func newServerCommand(run func(context.Context, server.Config) error) *cli.Comma
 			&cli.IntFlag{Name: "etcd-peer-port", Usage: "embedded etcd peer port (loopback only)", Value: 2380, Destination: &o.cfg.EtcdPeerPort},
 			&cli.Int64Flag{Name: "default-not-ready-toleration-seconds", Usage: "tolerationSeconds added to pods for node.kubernetes.io/not-ready", Value: 300, Destination: &o.cfg.DefaultNotReadyTolerationSeconds},
 			&cli.Int64Flag{Name: "default-unreachable-toleration-seconds", Usage: "tolerationSeconds added to pods for node.kubernetes.io/unreachable", Value: 300, Destination: &o.cfg.DefaultUnreachableTolerationSeconds},
+			&cli.BoolFlag{Name: "disable-agent", Usage: "run no node agent (and no containerd) in this server", EnvVars: env("DISABLE_AGENT"), Destination: &o.cfg.DisableAgent},
+			&cli.StringFlag{Name: "node-name", Usage: "this node's name (default: the hostname)", EnvVars: env("NODE_NAME"), Destination: &o.cfg.NodeName},
+			&cli.StringSliceFlag{Name: "node-label", Usage: "label the node gets at registration, key=value (repeatable)", EnvVars: env("NODE_LABEL"), Destination: &o.nodeLabels},
+			&cli.StringSliceFlag{Name: "node-taint", Usage: "taint the node gets at registration, key=value:Effect (repeatable)", EnvVars: env("NODE_TAINT"), Destination: &o.nodeTaints},
+			&cli.StringFlag{Name: "pod-manifests", Usage: "static pod directory (default <data-dir>/agent/pod-manifests)", Destination: &o.cfg.PodManifests},
+			&cli.StringFlag{Name: "container-runtime-endpoint", Usage: "CRI socket of an external container runtime; empty runs the embedded containerd", EnvVars: env("CONTAINER_RUNTIME_ENDPOINT"), Destination: &o.cfg.ContainerRuntimeEndpoint},
+			&cli.StringFlag{Name: "cluster-dns", Usage: "cluster DNS server address in pods' resolv.conf", Value: "10.43.0.10", EnvVars: env("CLUSTER_DNS"), Destination: &o.cfg.ClusterDNS},
+			&cli.StringFlag{Name: "container-log-max-size", Usage: "size at which a container log is rotated", Value: "10Mi", Destination: &o.cfg.ContainerLogMaxSize},
+			&cli.IntFlag{Name: "container-log-max-files", Usage: "log files kept per container", Value: 5, Destination: &o.cfg.ContainerLogMaxFiles},
+			&cli.IntFlag{Name: "read-only-port", Usage: "unauthenticated read-only agent API port (0: off)", Value: 0, Destination: &o.cfg.ReadOnlyPort},
 			&cli.StringSliceFlag{Name: "controllers", Usage: "controllers to run: '*' for all on by default, 'name' to enable, '-name' to disable", Value: cli.NewStringSlice("*"), Destination: &o.controllers},
 			&cli.BoolFlag{Name: "leader-elect", Usage: "run controllers only while holding the kube-system/kube-controller-manager lease", Value: true, Destination: &o.cm.LeaderElect},
 			&cli.DurationFlag{Name: "leader-elect-lease-duration", Usage: "how long followers wait before taking over an unrenewed lease", Value: o.cm.LeaseDuration, Destination: &o.cm.LeaseDuration},
@@ -85,6 +97,8 @@ func newServerCommand(run func(context.Context, server.Config) error) *cli.Comma
 			}
 			o.cfg.WriteKubeconfigMode = os.FileMode(mode)
 			o.cfg.TLSSANs = splitList(o.tlsSANs.Value())
+			o.cfg.NodeLabels = splitList(o.nodeLabels.Value())
+			o.cfg.NodeTaints = splitList(o.nodeTaints.Value())
 			o.cm.Controllers = splitList(o.controllers.Value())
 			o.cfg.ControllerManager = &o.cm
 			return run(klog.NewContext(c.Context, klog.Background()), o.cfg)

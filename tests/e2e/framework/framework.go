@@ -78,6 +78,8 @@ func NewServer(t testing.TB) *Server {
 		"--write-kubeconfig", s.Kubeconfig,
 		"--https-listen-port", fmt.Sprint(s.Port),
 		"--bind-address", "127.0.0.1",
+		// Control-plane tests; NewNodeServer runs the node agent too.
+		"--disable-agent",
 	}
 	t.Cleanup(func() {
 		s.Kill()

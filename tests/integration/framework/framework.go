@@ -62,6 +62,8 @@ func Start(t testing.TB) *Server {
 		EtcdClientPort:   FreePort(t),
 		EtcdPeerPort:     FreePort(t),
 		AdvertiseAddress: "127.0.0.1",
+		// The control plane only: the node agent and containerd are e2e's.
+		DisableAgent: true,
 	}
 	return StartWith(t, cfg)
 }

@@ -1,0 +1,220 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	criclient "k8s.io/cri-client/pkg"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"github.com/k1s/k1s/agent/logs"
+	"github.com/k1s/k1s/agent/network"
+	agentserver "github.com/k1s/k1s/agent/server"
+	"github.com/k1s/k1s/agent/volume"
+)
+
+// NodeConfig configures everything a node runs next to its containers: the
+// agent, its API server and log rotation.
+type NodeConfig struct {
+	Agent  Config
+	Server agentserver.Config
+	Logs   logs.Config
+	// ClusterCIDR is the whole pod range, exempt from masquerading.
+	// Default 10.42.0.0/16.
+	ClusterCIDR *net.IPNet
+}
+
+// Node is a running node: a supervised component.
+type Node struct {
+	cfg      NodeConfig
+	restCfg  *rest.Config
+	ready    chan struct{}
+	readyErr error
+}
+
+// NewNode validates cfg; restCfg authenticates as the node. It starts nothing.
+func NewNode(cfg NodeConfig, restCfg *rest.Config) (*Node, error) {
+	cfg.Agent.SetDefaults()
+	if err := cfg.Agent.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.ClusterCIDR == nil {
+		_, cfg.ClusterCIDR, _ = net.ParseCIDR("10.42.0.0/16")
+	}
+	cfg.Server.NodeName = cfg.Agent.NodeName
+	return &Node{cfg: cfg, restCfg: restCfg, ready: make(chan struct{})}, nil
+}
+
+// Ready is closed once the node is registered and Ready.
+func (n *Node) Ready() <-chan struct{} { return n.ready }
+
+// Run connects to the runtime and runs the node until ctx is cancelled.
+func (n *Node) Run(ctx context.Context) error {
+	logger := klog.FromContext(ctx).WithName("node")
+	ctx = klog.NewContext(ctx, logger)
+	client, err := kubernetes.NewForConfig(n.restCfg)
+	if err != nil {
+		return fmt.Errorf("node client: %w", err)
+	}
+	endpoint := n.cfg.Agent.RuntimeEndpoint
+	runtime, err := criclient.NewRemoteRuntimeService(ctx, endpoint, 2*time.Minute, nil, false)
+	if err != nil {
+		return fmt.Errorf("connect to the container runtime at %s (--container-runtime-endpoint): %w", endpoint, err)
+	}
+	images, err := criclient.NewRemoteImageService(ctx, endpoint, 2*time.Minute, nil, false)
+	if err != nil {
+		return fmt.Errorf("connect to the image service at %s: %w", endpoint, err)
+	}
+
+	// Services for environment variables: the node may list and watch them.
+	factory := informers.NewSharedInformerFactory(client, 10*time.Minute)
+	env := &envSource{client: client, services: factory.Core().V1().Services().Lister()}
+	svcSynced := factory.Core().V1().Services().Informer().HasSynced
+	factory.Start(ctx.Done())
+
+	vols, err := volume.New(volume.Config{
+		PodsDir:       filepath.Join(n.cfg.Agent.AgentDir(), "pods"),
+		ClusterDomain: n.cfg.Agent.ClusterDomain,
+	}, volume.Deps{
+		Objects:      env,
+		RequestToken: tokenRequester(client),
+	})
+	if err != nil {
+		return err
+	}
+	agent, err := New(n.cfg.Agent, Deps{
+		Client:  client,
+		Runtime: runtime,
+		Images:  images,
+		Volumes: vols,
+		Network: &cniNetwork{dir: n.cfg.Agent.CNIConfDir, ipamDir: filepath.Join(n.cfg.Agent.AgentDir(), "cni", "networks"), clusterCIDR: n.cfg.ClusterCIDR},
+		Env:     env,
+		Clock:   clock.RealClock{},
+	})
+	if err != nil {
+		return err
+	}
+	api, err := agentserver.New(n.cfg.Server, agentserver.Deps{
+		Pods:       agentserver.PodsFunc(agent.Pods),
+		Runtime:    runtime,
+		KubeClient: client,
+		HealthChecks: []healthz.HealthChecker{healthz.NamedCheck("pleg", func(*http.Request) error {
+			return agent.pleg.Healthy()
+		})},
+	})
+	if err != nil {
+		return err
+	}
+	rotation, err := logs.NewManager(n.cfg.Logs, runtime, nil)
+	if err != nil {
+		return err
+	}
+	cache.WaitForCacheSync(ctx.Done(), svcSynced)
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	for name, run := range map[string]func(context.Context) error{"agent": agent.Run, "agent API": api.Run, "log rotation": rotation.Run} {
+		wg.Add(1)
+		go func(name string, run func(context.Context) error) {
+			defer wg.Done()
+			if err := run(ctx); err != nil {
+				errs <- fmt.Errorf("%s: %w", name, err)
+			}
+		}(name, run)
+	}
+	go func() {
+		select {
+		case <-agent.Ready():
+			close(n.ready)
+		case <-ctx.Done():
+		}
+	}()
+	var first error
+	select {
+	case <-ctx.Done():
+	case first = <-errs:
+	}
+	wg.Wait()
+	return first
+}
+
+// envSource reads configmaps and secrets (the node may get those its pods
+// use) and lists services from an informer.
+type envSource struct {
+	client   kubernetes.Interface
+	services corelisters.ServiceLister
+}
+
+func (e *envSource) GetConfigMap(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) {
+	return e.client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (e *envSource) GetSecret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
+	return e.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (e *envSource) ListServices(ns string) ([]*corev1.Service, error) {
+	own, err := e.services.Services(ns).List(labels.Everything())
+	if err != nil {
+		return nil, err
+	}
+	if ns != metav1.NamespaceDefault {
+		if k, err := e.services.Services(metav1.NamespaceDefault).Get("kubernetes"); err == nil {
+			own = append(own, k)
+		}
+	}
+	return own, nil
+}
+
+// tokenRequester issues service-account tokens bound to a pod.
+func tokenRequester(client kubernetes.Interface) volume.TokenRequester {
+	return func(ctx context.Context, ns, sa string, audiences []string, expirationSeconds int64, pod *corev1.Pod) (string, time.Time, error) {
+		tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+			Audiences:         audiences,
+			ExpirationSeconds: &expirationSeconds,
+			BoundObjectRef:    &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID},
+		}}
+		out, err := client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, tr, metav1.CreateOptions{})
+		if err != nil {
+			return "", time.Time{}, err
+		}
+		return out.Status.Token, out.Status.ExpirationTimestamp.Time, nil
+	}
+}
+
+// cniNetwork writes the bridge network config and the masquerade rules.
+type cniNetwork struct {
+	dir, ipamDir string
+	clusterCIDR  *net.IPNet
+}
+
+func (c *cniNetwork) SetPodCIDR(cidr string) error {
+	_, podCIDR, err := net.ParseCIDR(cidr)
+	if err != nil {
+		return fmt.Errorf("node pod CIDR %q: %w", cidr, err)
+	}
+	if _, err := network.WriteConfig(c.dir, network.CNIConfig{PodCIDR: podCIDR, IPAMDataDir: c.ipamDir}); err != nil {
+		return err
+	}
+	if err := network.EnsureMasquerade(context.Background(), nil, podCIDR, c.clusterCIDR); err != nil {
+		return errors.Join(errors.New("pod network configured but masquerading failed"), err)
+	}
+	return nil
+}

@@ -1,0 +1,128 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"github.com/k1s/k1s/agent"
+	"github.com/k1s/k1s/agent/logs"
+	agentserver "github.com/k1s/k1s/agent/server"
+	"github.com/k1s/k1s/embed/containerd"
+	"github.com/k1s/k1s/server/pki"
+)
+
+// runtimeWithImages runs the embedded containerd and imports the bundled
+// pause image and the air-gap image tarballs before it reports ready, so
+// the agent never starts a pod before its images are there.
+type runtimeWithImages struct {
+	c     *containerd.Containerd
+	ready chan struct{}
+}
+
+func (r *runtimeWithImages) Ready() <-chan struct{} { return r.ready }
+
+func (r *runtimeWithImages) Run(ctx context.Context) error {
+	done := make(chan error, 1)
+	go func() { done <- r.c.Run(ctx) }()
+	select {
+	case <-r.c.Ready():
+	case err := <-done:
+		return err
+	}
+	results, err := r.c.ImportImages(ctx)
+	if err != nil {
+		// A bad tarball must not stop the node: report it and go on.
+		klog.FromContext(ctx).Error(err, "Some images could not be imported")
+	}
+	for _, res := range results {
+		klog.FromContext(ctx).V(2).Info("Image archive", "result", fmt.Sprintf("%+v", res))
+	}
+	close(r.ready)
+	return <-done
+}
+
+// nodeComponents builds the embedded node: containerd (unless an external
+// runtime is named) and the agent with its API server.
+func (s *Server) nodeComponents(cluster *pki.Cluster, local string) (runtime *runtimeWithImages, node *agent.Node, err error) {
+	endpoint := s.cfg.ContainerRuntimeEndpoint
+	if endpoint == "" {
+		c, err := containerd.New(containerd.Config{DataDir: s.cfg.DataDir})
+		if err != nil {
+			return nil, nil, err
+		}
+		runtime = &runtimeWithImages{c: c, ready: make(chan struct{})}
+		endpoint = c.Endpoint()
+	}
+	hostname, _ := os.Hostname()
+	agentDir := filepath.Join(s.cfg.DataDir, "agent")
+	certs, err := cluster.IssueNodeCerts(filepath.Join(agentDir, "tls"), s.cfg.NodeName, hostname, uniqueIPs(s.p.nodeIP, s.p.advertise))
+	if err != nil {
+		return nil, nil, fmt.Errorf("node certificates: %w", err)
+	}
+	kubeconfig := filepath.Join(agentDir, "kubeconfig.yaml")
+	if err := pki.WriteKubeconfig(kubeconfig, local, cluster.ServerCA, certs.Client, 0o600); err != nil {
+		return nil, nil, err
+	}
+	restCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	restCfg.QPS, restCfg.Burst = 50, 100
+	taints, err := parseTaints(s.cfg.NodeTaints)
+	if err != nil {
+		return nil, nil, err
+	}
+	node, err = agent.NewNode(agent.NodeConfig{
+		Agent: agent.Config{
+			NodeName:        s.cfg.NodeName,
+			NodeIPs:         uniqueIPs(s.p.nodeIP),
+			DataDir:         s.cfg.DataDir,
+			ControlPlane:    true,
+			NodeLabels:      s.p.nodeLabels,
+			NodeTaints:      taints,
+			PodManifests:    s.cfg.PodManifests,
+			RuntimeEndpoint: endpoint,
+			ClusterDNS:      []string{s.cfg.ClusterDNS},
+			ClusterDomain:   s.cfg.ClusterDomain,
+			KubeletVersion:  kubeletVersion(),
+		},
+		Server: agentserver.Config{
+			TLSCertFile:       certs.Serving.CertFile,
+			TLSPrivateKeyFile: certs.Serving.KeyFile,
+			ClientCAFile:      certs.ClientCAFile,
+			ReadOnlyPort:      s.cfg.ReadOnlyPort,
+		},
+		Logs:        logs.Config{MaxSize: s.cfg.ContainerLogMaxSize, MaxFiles: s.cfg.ContainerLogMaxFiles},
+		ClusterCIDR: s.p.clusterCIDR,
+	}, restCfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return runtime, node, nil
+}
+
+// parseTaints reads --node-taint values: key[=value]:Effect.
+func parseTaints(specs []string) ([]corev1.Taint, error) {
+	var out []corev1.Taint
+	for _, spec := range specs {
+		kv, effect, ok := strings.Cut(spec, ":")
+		if !ok {
+			return nil, fmt.Errorf("--node-taint: %q is not key[=value]:Effect", spec)
+		}
+		switch corev1.TaintEffect(effect) {
+		case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+		default:
+			return nil, fmt.Errorf("--node-taint: %q has effect %q, want NoSchedule, PreferNoSchedule or NoExecute", spec, effect)
+		}
+		key, value, _ := strings.Cut(kv, "=")
+		out = append(out, corev1.Taint{Key: key, Value: value, Effect: corev1.TaintEffect(effect)})
+	}
+	return out, nil
+}

@@ -23,9 +23,36 @@ LDFLAGS := -s -w \
 
 export CGO_ENABLED := 0
 
-.PHONY: build test test-unit test-integration test-e2e
-build:
+# Executables carried inside k1s (embed/containerd/assets, not committed):
+# the runc shim, a small program of its own since one runs per pod, and
+# the k1s.local/pause:3.10 sandbox image.
+ASSETS    := embed/containerd/assets
+SHIM      := $(ASSETS)/containerd-shim-runc-v2
+PAUSE_TAR := $(ASSETS)/pause.tar
+MKIMAGE   := _output/bin/mkimage
+SMALL     := -trimpath -ldflags "-s -w"
+
+.PHONY: build assets shim pause-image mkimage test-images test test-unit test-integration test-e2e
+build: assets
 	$(GO) build -tags $(TAGS) -ldflags "$(LDFLAGS)" -o $(BIN) ./cmd/k1s
+
+assets: shim pause-image
+
+shim:
+	$(GO) build -tags $(TAGS) $(SMALL) -o $(SHIM) ./embed/containerd/shim
+
+mkimage:
+	$(GO) build $(SMALL) -o $(MKIMAGE) ./internal/ociimage/cmd/mkimage
+
+pause-image: mkimage
+	$(GO) build $(SMALL) -o _output/pause/pause ./embed/containerd/pause
+	$(MKIMAGE) -name k1s.local/pause:3.10 -o $(PAUSE_TAR) \
+		-add _output/pause/pause:/pause:0755 -entrypoint '["/pause"]'
+
+# Test images for the e2e tests, from this repository and Debian packages
+# only: _output/images/{busybox,testapp}.tar.
+test-images: mkimage
+	MKIMAGE=$(CURDIR)/$(MKIMAGE) scripts/build-test-images.sh
 
 # Unit tests: every package except the integration and e2e suites.
 test-unit:
@@ -36,7 +63,7 @@ test-integration:
 	$(GO) test -tags $(TAGS) -count=1 -timeout 20m ./tests/integration/...
 
 # End to end: the built binary.
-test-e2e: build
-	K1S_BIN=$(CURDIR)/$(BIN) $(GO) test -tags $(TAGS) -count=1 -timeout 30m ./tests/e2e/...
+test-e2e: build test-images
+	K1S_IMAGES=$(CURDIR)/_output/images K1S_BIN=$(CURDIR)/$(BIN) $(GO) test -tags $(TAGS) -count=1 -timeout 30m ./tests/e2e/...
 
 test: test-unit test-integration test-e2e

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing k1s needs on Debian: Debian packages
-# (iptables, runc and the CNI plugins for the node agent, make, git) and a
+# (iptables, runc and the CNI plugins for the node agent, busybox-static for
+# the e2e test images, make, git) and a
 # check that Go is new enough. Idempotent; run as root.
 set -euo pipefail
 
@@ -11,7 +12,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
-pkgs=(ca-certificates git make iptables iproute2 runc containernetworking-plugins)
+pkgs=(ca-certificates git make iptables iproute2 runc containernetworking-plugins busybox-static)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

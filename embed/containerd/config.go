@@ -189,7 +189,9 @@ func (c Config) RuncRoot() string { return filepath.Join(c.State, "runc") }
 
 // NetNSDir is where the CRI plugin mounts pod network namespaces: its
 // own state directory's netns (netns_mounts_under_state_dir).
-func (c Config) NetNSDir() string { return filepath.Join(c.State, "io.containerd.grpc.v1.cri", "netns") }
+func (c Config) NetNSDir() string {
+	return filepath.Join(c.State, "io.containerd.grpc.v1.cri", "netns")
+}
 
 // disabledPlugins are containerd plugins k1s does not use. Some would
 // otherwise claim machine-wide paths another containerd may use (the NRI
@@ -218,7 +220,10 @@ var disabledPlugins = []string{
 // containerd 2, so it is given nothing to read); the streaming server
 // (exec, attach, port-forward) on 127.0.0.1 with a random port; the
 // sandbox image pinned; no registry configuration at all, so pulling an
-// image that is not present fails at once.
+// image that is not present fails at once; pod network namespaces under
+// its state directory (not the machine-wide /var/run/netns); CPU usage
+// sampled every 10 s rather than every second (each sample is a call into
+// every shim).
 func renderConfig(c Config) string {
 	q := tomlString
 	var b strings.Builder
@@ -252,6 +257,7 @@ func renderConfig(c Config) string {
 	w("    enable_selinux = false")
 	w("    cdi_spec_dirs = []")
 	w("    netns_mounts_under_state_dir = true")
+	w("    stats_collect_period = '10s'")
 	w("    [plugins.'io.containerd.cri.v1.runtime'.containerd]")
 	w("      default_runtime_name = 'runc'")
 	w("      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]")

@@ -256,14 +256,22 @@ func exitText(err error) string {
 	return err.Error()
 }
 
-// childEnv is k1s's environment with the bin directory first in PATH and
-// the system directories last.
+// childEnv is k1s's environment with the bin directory first in PATH,
+// the system directories last, and memory profiling off (GODEBUG
+// memprofilerate=0: its bucket table is memory nobody reads; the shims
+// inherit it).
 func childEnv(env []string, binDir string) []string {
-	out := make([]string, 0, len(env)+1)
-	path := ""
+	out := make([]string, 0, len(env)+2)
+	path, godebug := "", "memprofilerate=0"
 	for _, kv := range env {
 		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
 			path = v
+			continue
+		}
+		if v, ok := strings.CutPrefix(kv, "GODEBUG="); ok {
+			if v != "" {
+				godebug = v + "," + godebug
+			}
 			continue
 		}
 		// NOTIFY_SOCKET belongs to k1s's service manager, not containerd.
@@ -280,7 +288,7 @@ func childEnv(env []string, binDir string) []string {
 			parts = append(parts, p)
 		}
 	}
-	return append(out, "PATH="+strings.Join(parts, ":"))
+	return append(out, "PATH="+strings.Join(parts, ":"), "GODEBUG="+godebug)
 }
 
 // writeFileAtomic writes data to a temporary file beside path and renames

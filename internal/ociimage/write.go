@@ -4,6 +4,8 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	// go-digest hashes through crypto.SHA256, which this registers.
+	_ "crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"

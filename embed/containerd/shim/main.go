@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"os"
+	"runtime"
 	"runtime/debug"
 	"time"
 
@@ -17,6 +18,13 @@ import (
 )
 
 func main() {
+	// A shim mostly waits: one P is plenty, and fewer Ps means fewer
+	// threads, each with its own stacks. Memory profiling is also turned
+	// off from the first allocation by GODEBUG=memprofilerate=0, which
+	// the shims inherit from k1s's containerd; this covers a shim started
+	// without it.
+	runtime.GOMAXPROCS(1)
+	runtime.MemProfileRate = 0
 	if isServer(os.Args[1:]) {
 		go trim()
 	}
@@ -34,13 +42,18 @@ func isServer(args []string) bool {
 	return last != "start" && last != "delete"
 }
 
-// trim gives back the memory only start-up needed, once the shim has
-// started its first container and again once the pod is up: executable
-// pages touched once (they fault back in when used) and freed heap.
+// trim keeps the heap tight and gives back memory: once the shim has
+// started its first container, once the pod is up, then every 30 s (the
+// CRI's stats calls churn the heap): freed heap, and executable pages
+// touched once (they fault back in when used). Each pass is a full GC of
+// a heap of about a megabyte.
 func trim() {
-	debug.SetGCPercent(50)
-	for _, d := range []time.Duration{2 * time.Second, 20 * time.Second} {
-		time.Sleep(d)
+	debug.SetGCPercent(25)
+	time.Sleep(2 * time.Second)
+	memtrim.Trim()
+	time.Sleep(18 * time.Second)
+	for {
 		memtrim.Trim()
+		time.Sleep(30 * time.Second)
 	}
 }

@@ -1,0 +1,49 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/k1s/k1s/embed/containerd"
+	"github.com/k1s/k1s/embed/containerd/killall"
+)
+
+// killallCommand is `k1s killall`: stop everything k1s started on this
+// machine and leave the data directory as it is.
+func killallCommand() *cli.Command {
+	var dataDir string
+	return &cli.Command{
+		Name:  "killall",
+		Usage: "stop k1s and everything it started (pods, shims, containerd, mounts, pod networking); keeps the data dir",
+		Description: "Stops the running k1s, then every pod through containerd (a temporary one when k1s is not running), " +
+			"kills shims and containers left over by pid, unmounts what k1s mounted under /run/k1s and <data-dir>/agent, " +
+			"deletes the pod network namespaces, the cni0 bridge and its veths, and the iptables chains named CNI-*, KUBE-* and K1S-*. " +
+			"Safe to run when nothing is running.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "data-dir", Aliases: []string{"d"}, Usage: "k1s's data directory", Value: containerd.DefaultDataDir, EnvVars: []string{"K1S_DATA_DIR"}, Destination: &dataDir},
+		},
+		Action: func(c *cli.Context) error {
+			if os.Geteuid() != 0 {
+				return errors.New("k1s killall must run as root")
+			}
+			ctrd, err := containerd.New(containerd.Config{DataDir: dataDir})
+			if err != nil {
+				return err
+			}
+			cfg := ctrd.Config()
+			err = killall.Run(c.Context, killall.Config{
+				DataDir: cfg.DataDir,
+				State:   cfg.State,
+				Socket:  cfg.Socket,
+				PidFile: cfg.PidFile,
+			}, killall.NewSystem(ctrd.StartExisting))
+			if err != nil {
+				return fmt.Errorf("killall: %w", err)
+			}
+			return nil
+		},
+	}
+}

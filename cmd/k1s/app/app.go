@@ -38,6 +38,9 @@ func New() *cli.App {
 		Commands: []*cli.Command{
 			serverCommand(),
 			kubectlCommand(),
+			containerdCommand(),
+			imagesCommand(),
+			killallCommand(),
 		},
 	}
 }

@@ -47,7 +47,7 @@ mkimage:
 pause-image: mkimage
 	$(GO) build $(SMALL) -o _output/pause/pause ./embed/containerd/pause
 	$(MKIMAGE) -name k1s.local/pause:3.10 -o $(PAUSE_TAR) \
-		-add _output/pause/pause:/pause:0755 -entrypoint '["/pause"]'
+		-add _output/pause/pause:/pause:0755 -entrypoint '["/pause"]' -env GOMAXPROCS=1
 
 # Test images for the e2e tests, from this repository and Debian packages
 # only: _output/images/{busybox,testapp}.tar.

@@ -1,12 +1,15 @@
 package containerd
 
 import (
+	"archive/tar"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,7 +81,7 @@ func ensureAssets(t *testing.T) {
 	defer f.Close()
 	if _, err := ociimage.Write(f, ociimage.Image{
 		Name:    DefaultSandboxImage,
-		Config:  ociimage.Config{Entrypoint: []string{"/pause"}},
+		Config:  ociimage.Config{Entrypoint: []string{"/pause"}, Env: []string{"GOMAXPROCS=1"}},
 		Entries: []ociimage.Entry{{Path: "/pause", Source: filepath.Join(dir, "pause"), Mode: 0o755}},
 	}); err != nil {
 		t.Fatal(err)
@@ -105,6 +108,54 @@ func writeBusybox(t *testing.T, path string) {
 		Config:  ociimage.Config{Env: []string{"PATH=/bin"}, Cmd: []string{"sh"}},
 		Entries: entries,
 	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writeDockerArchive writes the image of an OCI layout tarball again in
+// the `docker save` format (manifest.json, config, uncompressed layers),
+// gzip-compressed, under name.
+func writeDockerArchive(t *testing.T, layoutPath, path, name string) {
+	t.Helper()
+	f, err := os.Open(layoutPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	layout, err := ociimage.Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	imgs, err := layout.Images()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := imgs[0].Manifest
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	add := func(name string, data []byte) {
+		tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg})
+		tw.Write(data)
+	}
+	cfgName := m.Config.Digest.Encoded() + ".json"
+	add(cfgName, layout.Blobs[m.Config.Digest])
+	var layers []string
+	for i, l := range m.Layers {
+		zr, err := gzip.NewReader(bytes.NewReader(layout.Blobs[l.Digest]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(zr)
+		ln := fmt.Sprintf("layer%d/layer.tar", i)
+		add(ln, raw)
+		layers = append(layers, ln)
+	}
+	manifest, _ := json.Marshal([]map[string]any{{"Config": cfgName, "RepoTags": []string{name}, "Layers": layers}})
+	add("manifest.json", manifest)
+	tw.Close()
+	zw.Close()
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -368,13 +419,16 @@ func TestContainerdRunsPodsAndReadoptsThemAfterRestart(t *testing.T) {
 		t.Errorf("pid file %s: pid %d, %v; want containerd's", cfg.PidFile, pid, err)
 	}
 
-	// Images: the bundled pause image and an archive in the images dir.
+	// Images: the bundled pause image, an OCI layout and a gzipped docker
+	// archive in the images dir.
 	writeBusybox(t, filepath.Join(cfg.ImagesDir, "busybox.tar"))
+	writeDockerArchive(t, filepath.Join(cfg.ImagesDir, "busybox.tar"), filepath.Join(cfg.ImagesDir, "docker.tar.gz"), "k1s.local/docker-busybox:1")
 	res, err := c.ImportImages(ctx)
 	if err != nil {
 		t.Fatalf("ImportImages: %v", err)
 	}
-	if len(res) != 2 || res[0].Images[0] != DefaultSandboxImage || res[1].Images[0] != busyboxImage || res[0].Skipped {
+	if len(res) != 3 || res[0].Images[0] != DefaultSandboxImage || res[1].Images[0] != busyboxImage ||
+		res[2].Images[0] != "k1s.local/docker-busybox:1" || res[0].Skipped {
 		t.Fatalf("import results = %+v", res)
 	}
 	rs, is := criClient(t, ctx, c.Endpoint())
@@ -394,8 +448,8 @@ func TestContainerdRunsPodsAndReadoptsThemAfterRestart(t *testing.T) {
 			}
 		}
 	}
-	if !found[DefaultSandboxImage] || !found[busyboxImage] {
-		t.Fatalf("CRI images = %v, want pause and busybox", found)
+	if !found[DefaultSandboxImage] || !found[busyboxImage] || !found["k1s.local/docker-busybox:1"] {
+		t.Fatalf("CRI images = %v, want pause, busybox and the docker archive's", found)
 	}
 	// Nothing to pull from: a missing image fails at once.
 	start := time.Now()
@@ -454,8 +508,8 @@ func TestContainerdRunsPodsAndReadoptsThemAfterRestart(t *testing.T) {
 	linesBefore := strings.Count(readLog(), "\n")
 	c2, _ := e.start()
 	res, err = c2.ImportImages(ctx)
-	if err != nil || len(res) != 2 || !res[0].Skipped || !res[1].Skipped {
-		t.Errorf("second import = %+v, %v; want both skipped", res, err)
+	if err != nil || len(res) != 3 || !res[0].Skipped || !res[1].Skipped || !res[2].Skipped {
+		t.Errorf("second import = %+v, %v; want all skipped", res, err)
 	}
 	rs, _ = criClient(t, ctx, c2.Endpoint())
 	pid2, state2 := containerPid(t, ctx, rs, ctr)
@@ -557,7 +611,7 @@ func TestShimMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs, _ := criClient(t, ctx, c.Endpoint())
-	var shims []int
+	var shims, pauses []int
 	for i := range n {
 		name := fmt.Sprintf("m%d", i)
 		logDir := filepath.Join(cfg.DataDir, "logs", name)
@@ -571,6 +625,15 @@ func TestShimMemory(t *testing.T) {
 		ctr := runContainer(t, ctx, rs, sb, sbCfg, "sleep", "3600")
 		pid, _ := containerPid(t, ctx, rs, ctr)
 		shims = append(shims, parentPid(pid))
+		st, err := rs.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: sb, Verbose: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var info struct {
+			Pid int `json:"pid"`
+		}
+		json.Unmarshal([]byte(st.Info["info"]), &info)
+		pauses = append(pauses, info.Pid)
 	}
 	measure := func() (total int) {
 		for _, s := range shims {
@@ -578,6 +641,11 @@ func TestShimMemory(t *testing.T) {
 		}
 		return total
 	}
+	pause := 0
+	for _, p := range pauses {
+		pause += pssKiB(p)
+	}
+	t.Logf("%d pods: pause process PSS %d KiB per pod", n, pause/n)
 	// Sample for a minute: the shims trim themselves periodically and the
 	// CRI's stats calls make their heap grow in between.
 	var samples []int

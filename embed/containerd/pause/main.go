@@ -2,7 +2,7 @@
 // (k1s.local/pause:3.10): it holds the pod's namespaces open, reaps the
 // zombies of the pod's processes when it is their pid 1, and exits 0 on
 // SIGINT or SIGTERM. It imports only os/signal and syscall to stay small;
-// one runs in every pod.
+// one runs in every pod (the image sets GOMAXPROCS=1: it never needs more).
 package main
 
 import (

@@ -3,11 +3,16 @@ package server
 import (
 	"context"
 	"fmt"
+	"time"
 	"os"
 	"path/filepath"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
@@ -84,7 +89,6 @@ func (s *Server) nodeComponents(cluster *pki.Cluster, local string) (runtime *ru
 			NodeName:        s.cfg.NodeName,
 			NodeIPs:         uniqueIPs(s.p.nodeIP),
 			DataDir:         s.cfg.DataDir,
-			ControlPlane:    true,
 			NodeLabels:      s.p.nodeLabels,
 			NodeTaints:      taints,
 			PodManifests:    s.cfg.PodManifests,
@@ -125,4 +129,29 @@ func parseTaints(specs []string) ([]corev1.Taint, error) {
 		out = append(out, corev1.Taint{Key: key, Value: value, Effect: corev1.TaintEffect(effect)})
 	}
 	return out, nil
+}
+
+// controlPlaneLabeler gives this server's node the control-plane role label
+// once the node registers. Nodes may not set node-role labels themselves
+// (NodeRestriction), so the server does it, as k3s does.
+type controlPlaneLabeler struct {
+	client   kubernetes.Interface
+	nodeName string
+}
+
+func (l *controlPlaneLabeler) Run(ctx context.Context) error {
+	patch := []byte(`{"metadata":{"labels":{"node-role.kubernetes.io/control-plane":"true"}}}`)
+	return wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
+		node, err := l.client.CoreV1().Nodes().Get(ctx, l.nodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		if node.Labels["node-role.kubernetes.io/control-plane"] == "true" {
+			return false, nil // keep watching: a re-registered node loses nothing, but check again
+		}
+		if _, err := l.client.CoreV1().Nodes().Patch(ctx, l.nodeName, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			klog.FromContext(ctx).V(2).Info("Could not label the control-plane node yet", "err", err)
+		}
+		return false, nil
+	})
 }

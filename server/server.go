@@ -15,6 +15,7 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/validation"
 	kubeversion "k8s.io/component-base/version"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
@@ -404,7 +405,12 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	last := supervisor.Tier{{Name: "controller-manager", Component: cm}}
 	if node != nil {
-		last = append(last, supervisor.Named{Name: "node", Component: node})
+		adminCfg, err := clientcmd.BuildConfigFromFlags("", s.AdminKubeconfigPath())
+		if err != nil {
+			return err
+		}
+		labeler := &controlPlaneLabeler{client: kubernetes.NewForConfigOrDie(adminCfg), nodeName: s.cfg.NodeName}
+		last = append(last, supervisor.Named{Name: "node", Component: node}, supervisor.Named{Name: "node-labels", Component: ignoreCancel{labeler}})
 	}
 	tiers = append(tiers, last)
 	go func() {
@@ -462,3 +468,14 @@ func uniqueIPs(ips ...net.IP) []net.IP {
 }
 
 func kubeletVersion() string { return kubeversion.Get().GitVersion }
+
+// ignoreCancel turns a component's context error on cancel into a clean stop.
+type ignoreCancel struct{ supervisor.Component }
+
+func (c ignoreCancel) Run(ctx context.Context) error {
+	err := c.Component.Run(ctx)
+	if ctx.Err() != nil {
+		return nil
+	}
+	return err
+}

@@ -50,7 +50,7 @@ type Plugin struct {
 }
 
 var (
-	_ admission.ValidationInterface     = (*Plugin)(nil)
+	_ admission.MutationInterface       = (*Plugin)(nil)
 	_ admission.InitializationValidator = (*Plugin)(nil)
 )
 
@@ -90,8 +90,10 @@ var (
 	errNotReadyToRun = errors.New("not yet ready to handle request")
 )
 
-// Validate implements admission.ValidationInterface.
-func (p *Plugin) Validate(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
+// Admit implements admission.MutationInterface. Like upstream's plugin it
+// runs with the mutating plugins, on the request as sent: a TokenRequest
+// is judged before the apiserver fills in its default audiences.
+func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.ObjectInterfaces) error {
 	nodeName, isNode := node.Identity(a.GetUserInfo())
 	if !isNode {
 		return nil

@@ -335,7 +335,7 @@ func TestValidate(t *testing.T) {
 			if !p.Handles(tc.a.GetOperation()) {
 				t.Fatalf("plugin does not handle %s", tc.a.GetOperation())
 			}
-			err := p.Validate(context.Background(), tc.a, nil)
+			err := p.Admit(context.Background(), tc.a, nil)
 			if tc.wantErr == "" {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)

@@ -3,10 +3,10 @@ package server
 import (
 	"context"
 	"fmt"
-	"time"
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -14,9 +14,9 @@ import (
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/validation"
-	kubeversion "k8s.io/component-base/version"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	kubeversion "k8s.io/component-base/version"
 	"k8s.io/klog/v2"
 
 	"github.com/k1s/k1s/agent"

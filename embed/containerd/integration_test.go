@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -208,9 +209,14 @@ func newTestEnv(t *testing.T) *testEnv {
 	return e
 }
 
-// start runs a containerd and waits until it is ready; the returned
-// function stops it and returns Run's error.
-func (e *testEnv) start() (*Containerd, func() error) {
+// start runs a containerd and waits until it is ready. stop cancels Run
+// and returns its error; finished is closed once Run has returned.
+func (e *testEnv) start() (c *Containerd, stop func() error) {
+	c, stop, _ = e.startWatched()
+	return c, stop
+}
+
+func (e *testEnv) startWatched() (*Containerd, func() error, <-chan struct{}) {
 	e.t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
@@ -223,29 +229,28 @@ func (e *testEnv) start() (*Containerd, func() error) {
 		e.t.Fatalf("New: %v", err)
 	}
 	ctx, cancel := context.WithCancel(e.ctx)
-	done := make(chan error, 1)
-	go func() { done <- c.Run(ctx) }()
+	finished := make(chan struct{})
+	var runErr error
+	go func() {
+		runErr = c.Run(ctx)
+		close(finished)
+	}()
 	select {
 	case <-c.Ready():
-	case err := <-done:
+	case <-finished:
 		cancel()
-		e.t.Fatalf("containerd did not start: %v\n%s", err, e.logTail())
+		e.t.Fatalf("containerd did not start: %v\n%s", runErr, e.logTail())
 	case <-time.After(time.Minute):
 		cancel()
 		e.t.Fatalf("containerd not ready after a minute\n%s", e.logTail())
 	}
-	var stopped bool
-	var runErr error
 	stop := func() error {
-		if !stopped {
-			stopped = true
-			cancel()
-			runErr = <-done
-		}
+		cancel()
+		<-finished
 		return runErr
 	}
 	e.t.Cleanup(func() { stop() })
-	return c, stop
+	return c, stop, finished
 }
 
 func (e *testEnv) logTail() string {
@@ -659,4 +664,41 @@ func TestShimMemory(t *testing.T) {
 		hi = max(hi, v)
 	}
 	t.Logf("%d pods: shim PSS per pod over a minute (KiB, every 5 s): %v; mean %d, max %d", n, samples, sum/len(samples), hi)
+}
+
+// TestRunRefusesASecondContainerdAndReportsADeadChild checks Run will not
+// start over a containerd that already answers, and returns an error when
+// its containerd dies.
+func TestRunRefusesASecondContainerdAndReportsADeadChild(t *testing.T) {
+	requireRoot(t)
+	ensureAssets(t)
+	e := newTestEnv(t)
+	c, stop, finished := e.startWatched()
+
+	exe, _ := os.Executable()
+	cfg := e.cfg
+	cfg.Executable = exe
+	second, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := second.Run(e.ctx); err == nil || !strings.Contains(err.Error(), "a containerd already serves") {
+		t.Errorf("second Run = %v, want it refused", err)
+	}
+
+	pid, err := ReadPidFile(c.Config().PidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-finished:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return after containerd was killed")
+	}
+	if err := stop(); err == nil || !strings.Contains(err.Error(), "containerd exited unexpectedly (signal: killed)") {
+		t.Errorf("Run after containerd was killed = %v, want an unexpected exit", err)
+	}
 }

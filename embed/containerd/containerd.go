@@ -62,7 +62,8 @@ func (c *Containerd) Ready() <-chan struct{} { return c.ready }
 // Run extracts the bundled shim, writes the config, starts containerd and
 // blocks. It returns nil once ctx is cancelled and containerd has stopped
 // (SIGTERM, then SIGKILL after StopTimeout), and an error if containerd
-// fails to start or exits by itself.
+// fails to start or exits by itself. Call it once; a restart is a new
+// Containerd.
 func (c *Containerd) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("containerd")
 	cfg := c.cfg

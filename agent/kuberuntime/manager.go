@@ -103,9 +103,13 @@ func New(cfg Config, runtime internalapi.RuntimeService, images internalapi.Imag
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
+	backOff := flowcontrol.NewBackOffWithJitter(cfg.CrashLoopBackOffInitial, cfg.CrashLoopBackOffMax, 0)
+	// The back-off times restarts and pulls against the same clock as the
+	// rest of the manager (m.clock.Now() is compared with its entries).
+	backOff.Clock = clk
 	return &Manager{
 		cfg: cfg, runtime: runtime, images: images, volumes: volumes, env: env, recorder: recorder, clock: clk,
-		backOff: flowcontrol.NewBackOffWithJitter(cfg.CrashLoopBackOffInitial, cfg.CrashLoopBackOffMax, 0),
+		backOff: backOff,
 	}, nil
 }
 

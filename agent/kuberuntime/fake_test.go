@@ -1,0 +1,567 @@
+package kuberuntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	internalapi "k8s.io/cri-api/pkg/apis"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/clock"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"github.com/k1s/k1s/agent/volume"
+)
+
+// The CRI fakes of k8s.io/cri-api/pkg/apis/testing import testify, which
+// is not in go.mod; these are small equivalents that also record what the
+// manager asked for (stop timeouts, exec commands, configs).
+
+type fakeSandbox struct {
+	cfg       *runtimeapi.PodSandboxConfig
+	handler   string
+	state     runtimeapi.PodSandboxState
+	createdAt int64
+	ips       []string
+}
+
+type fakeContainer struct {
+	sandboxID  string
+	cfg        *runtimeapi.ContainerConfig
+	state      runtimeapi.ContainerState
+	createdAt  int64
+	startedAt  int64
+	finishedAt int64
+	exitCode   int32
+	reason     string
+	logPath    string
+}
+
+type execCall struct {
+	id      string
+	cmd     []string
+	timeout time.Duration
+}
+
+// fakeRuntime is an in-memory CRI runtime service. Methods the manager
+// never calls panic through the nil embedded interface.
+type fakeRuntime struct {
+	internalapi.RuntimeService
+
+	clock clock.Clock
+
+	mu         sync.Mutex
+	seq        int64
+	sandboxes  map[string]*fakeSandbox
+	containers map[string]*fakeContainer
+	calls      []string
+	stops      map[string]int64 // container ID → timeout of the last StopContainer
+	execs      []execCall
+	errs       map[string][]error
+	podIPs     []string
+}
+
+func newFakeRuntime(clk clock.Clock) *fakeRuntime {
+	return &fakeRuntime{
+		clock: clk, sandboxes: map[string]*fakeSandbox{}, containers: map[string]*fakeContainer{},
+		stops: map[string]int64{}, errs: map[string][]error{}, podIPs: []string{"10.42.0.7"},
+	}
+}
+
+// inject makes the next call of method fail with err.
+func (f *fakeRuntime) inject(method string, err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.errs[method] = append(f.errs[method], err)
+}
+
+func (f *fakeRuntime) call(method string) error {
+	f.calls = append(f.calls, method)
+	if errs := f.errs[method]; len(errs) > 0 {
+		f.errs[method] = errs[1:]
+		return errs[0]
+	}
+	return nil
+}
+
+// now is a strictly increasing timestamp from the clock, so creation order
+// survives a clock that does not move.
+func (f *fakeRuntime) now() int64 {
+	f.seq++
+	return f.clock.Now().UnixNano() + f.seq
+}
+
+func (f *fakeRuntime) callsOf(method string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, c := range f.calls {
+		if c == method {
+			n++
+		}
+	}
+	return n
+}
+
+func (f *fakeRuntime) resetCalls() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = nil
+}
+
+// exit makes a container exit with code at the clock's current time.
+func (f *fakeRuntime) exit(t *testing.T, id string, code int32) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	c, ok := f.containers[id]
+	if !ok {
+		t.Fatalf("no container %s", id)
+	}
+	c.state = runtimeapi.ContainerState_CONTAINER_EXITED
+	c.exitCode = code
+	c.finishedAt = f.now()
+}
+
+// containerNamed returns the newest container of that name.
+func (f *fakeRuntime) containerNamed(t *testing.T, name string) (string, *fakeContainer) {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var id string
+	var newest *fakeContainer
+	for cid, c := range f.containers {
+		if c.cfg.Metadata.Name == name && (newest == nil || c.createdAt > newest.createdAt) {
+			id, newest = cid, c
+		}
+	}
+	if newest == nil {
+		t.Fatalf("no container named %s", name)
+	}
+	return id, newest
+}
+
+func (f *fakeRuntime) containerNames() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for id := range f.containers {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (f *fakeRuntime) RunPodSandbox(_ context.Context, cfg *runtimeapi.PodSandboxConfig, handler string) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("RunPodSandbox"); err != nil {
+		return "", err
+	}
+	id := fmt.Sprintf("sb-%s-%d", cfg.Metadata.Name, cfg.Metadata.Attempt)
+	f.sandboxes[id] = &fakeSandbox{cfg: cfg, handler: handler, state: runtimeapi.PodSandboxState_SANDBOX_READY, createdAt: f.now(), ips: f.podIPs}
+	return id, nil
+}
+
+func (f *fakeRuntime) StopPodSandbox(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("StopPodSandbox"); err != nil {
+		return err
+	}
+	sb, ok := f.sandboxes[id]
+	if !ok {
+		return fmt.Errorf("sandbox %s not found", id)
+	}
+	sb.state = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	return nil
+}
+
+func (f *fakeRuntime) RemovePodSandbox(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("RemovePodSandbox"); err != nil {
+		return err
+	}
+	delete(f.sandboxes, id)
+	return nil
+}
+
+func (f *fakeRuntime) PodSandboxStatus(_ context.Context, id string, _ bool) (*runtimeapi.PodSandboxStatusResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("PodSandboxStatus"); err != nil {
+		return nil, err
+	}
+	sb, ok := f.sandboxes[id]
+	if !ok {
+		return nil, fmt.Errorf("sandbox %s not found", id)
+	}
+	st := &runtimeapi.PodSandboxStatus{
+		Id: id, Metadata: sb.cfg.Metadata, State: sb.state, CreatedAt: sb.createdAt,
+		Labels: sb.cfg.Labels, Annotations: sb.cfg.Annotations,
+		Linux: &runtimeapi.LinuxPodSandboxStatus{Namespaces: &runtimeapi.Namespace{
+			Options: sb.cfg.GetLinux().GetSecurityContext().GetNamespaceOptions(),
+		}},
+	}
+	if len(sb.ips) > 0 {
+		st.Network = &runtimeapi.PodSandboxNetworkStatus{Ip: sb.ips[0]}
+		for _, ip := range sb.ips[1:] {
+			st.Network.AdditionalIps = append(st.Network.AdditionalIps, &runtimeapi.PodIP{Ip: ip})
+		}
+	}
+	return &runtimeapi.PodSandboxStatusResponse{Status: st}, nil
+}
+
+func matches(sel, labels map[string]string) bool {
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func (f *fakeRuntime) ListPodSandbox(_ context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("ListPodSandbox"); err != nil {
+		return nil, err
+	}
+	var out []*runtimeapi.PodSandbox
+	for id, sb := range f.sandboxes {
+		if !matches(filter.GetLabelSelector(), sb.cfg.Labels) {
+			continue
+		}
+		out = append(out, &runtimeapi.PodSandbox{Id: id, Metadata: sb.cfg.Metadata, State: sb.state, CreatedAt: sb.createdAt, Labels: sb.cfg.Labels})
+	}
+	return out, nil
+}
+
+func (f *fakeRuntime) CreateContainer(_ context.Context, sandboxID string, cfg *runtimeapi.ContainerConfig, sbCfg *runtimeapi.PodSandboxConfig) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("CreateContainer"); err != nil {
+		return "", err
+	}
+	if _, ok := f.sandboxes[sandboxID]; !ok {
+		return "", fmt.Errorf("sandbox %q not found", sandboxID)
+	}
+	id := fmt.Sprintf("%s-%s-%d", sandboxID, cfg.Metadata.Name, cfg.Metadata.Attempt)
+	if _, dup := f.containers[id]; dup {
+		return "", fmt.Errorf("container name %s is reserved", id)
+	}
+	f.containers[id] = &fakeContainer{
+		sandboxID: sandboxID, cfg: cfg, state: runtimeapi.ContainerState_CONTAINER_CREATED,
+		createdAt: f.now(), logPath: filepath.Join(sbCfg.GetLogDirectory(), cfg.LogPath),
+	}
+	return id, nil
+}
+
+func (f *fakeRuntime) StartContainer(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("StartContainer"); err != nil {
+		return err
+	}
+	c, ok := f.containers[id]
+	if !ok {
+		return fmt.Errorf("container %s not found", id)
+	}
+	c.state = runtimeapi.ContainerState_CONTAINER_RUNNING
+	c.startedAt = f.now()
+	return nil
+}
+
+func (f *fakeRuntime) StopContainer(_ context.Context, id string, timeout int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("StopContainer"); err != nil {
+		return err
+	}
+	c, ok := f.containers[id]
+	if !ok {
+		return fmt.Errorf("container %s not found", id)
+	}
+	f.stops[id] = timeout
+	if c.state != runtimeapi.ContainerState_CONTAINER_EXITED {
+		c.state = runtimeapi.ContainerState_CONTAINER_EXITED
+		c.exitCode = 137
+		c.finishedAt = f.now()
+	}
+	return nil
+}
+
+func (f *fakeRuntime) RemoveContainer(_ context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("RemoveContainer"); err != nil {
+		return err
+	}
+	delete(f.containers, id)
+	return nil
+}
+
+func (f *fakeRuntime) ListContainers(_ context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("ListContainers"); err != nil {
+		return nil, err
+	}
+	var out []*runtimeapi.Container
+	for id, c := range f.containers {
+		if !matches(filter.GetLabelSelector(), c.cfg.Labels) {
+			continue
+		}
+		out = append(out, &runtimeapi.Container{Id: id, PodSandboxId: c.sandboxID, Metadata: c.cfg.Metadata, State: c.state, CreatedAt: c.createdAt, Labels: c.cfg.Labels, Annotations: c.cfg.Annotations})
+	}
+	return out, nil
+}
+
+func (f *fakeRuntime) ContainerStatus(_ context.Context, id string, _ bool) (*runtimeapi.ContainerStatusResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.call("ContainerStatus"); err != nil {
+		return nil, err
+	}
+	c, ok := f.containers[id]
+	if !ok {
+		return nil, fmt.Errorf("container %s not found", id)
+	}
+	return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{
+		Id: id, Metadata: c.cfg.Metadata, State: c.state, CreatedAt: c.createdAt, StartedAt: c.startedAt,
+		FinishedAt: c.finishedAt, ExitCode: c.exitCode, Reason: c.reason, Image: c.cfg.Image,
+		ImageRef: c.cfg.Image.GetImage(), Labels: c.cfg.Labels, Annotations: c.cfg.Annotations,
+		Mounts: c.cfg.Mounts, LogPath: c.logPath,
+	}}, nil
+}
+
+func (f *fakeRuntime) ExecSync(_ context.Context, id string, cmd []string, timeout time.Duration) ([]byte, []byte, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.execs = append(f.execs, execCall{id: id, cmd: cmd, timeout: timeout})
+	if err := f.call("ExecSync:" + id); err != nil {
+		return nil, []byte("hook said no"), err
+	}
+	return nil, nil, nil
+}
+
+// fakeImages is an in-memory CRI image service.
+type fakeImages struct {
+	internalapi.ImageManagerService
+
+	mu      sync.Mutex
+	images  map[string]string // name → image ID
+	pullErr error             // every pull fails with it when set
+	pulls   []string
+}
+
+func newFakeImages(names ...string) *fakeImages {
+	f := &fakeImages{images: map[string]string{}}
+	for _, n := range names {
+		f.images[n] = "sha256:" + n
+	}
+	return f
+}
+
+func (f *fakeImages) ImageStatus(_ context.Context, spec *runtimeapi.ImageSpec, _ bool) (*runtimeapi.ImageStatusResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	id, ok := f.images[spec.Image]
+	if !ok {
+		return &runtimeapi.ImageStatusResponse{}, nil
+	}
+	return &runtimeapi.ImageStatusResponse{Image: &runtimeapi.Image{Id: id, RepoTags: []string{spec.Image}}}, nil
+}
+
+func (f *fakeImages) PullImage(_ context.Context, spec *runtimeapi.ImageSpec, _ *runtimeapi.AuthConfig, _ *runtimeapi.PodSandboxConfig) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.pulls = append(f.pulls, spec.Image)
+	if f.pullErr != nil {
+		return "", f.pullErr
+	}
+	id := "sha256:pulled-" + spec.Image
+	f.images[spec.Image] = id
+	return id, nil
+}
+
+func (f *fakeImages) pullCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.pulls)
+}
+
+// fakeRecorder keeps events as "Type Reason Message" strings.
+type fakeRecorder struct {
+	mu     sync.Mutex
+	events []string
+}
+
+func (r *fakeRecorder) Event(_ runtime.Object, typ, reason, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, typ+" "+reason+" "+msg)
+}
+
+func (r *fakeRecorder) Eventf(o runtime.Object, typ, reason, format string, args ...any) {
+	r.Event(o, typ, reason, fmt.Sprintf(format, args...))
+}
+
+func (r *fakeRecorder) AnnotatedEventf(o runtime.Object, _ map[string]string, typ, reason, format string, args ...any) {
+	r.Eventf(o, typ, reason, format, args...)
+}
+
+// has reports whether an event with this reason was recorded.
+func (r *fakeRecorder) has(reason string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.events {
+		if strings.Fields(e)[1] == reason {
+			return true
+		}
+	}
+	return false
+}
+
+// fakeEnv serves configmaps, secrets and services.
+type fakeEnv struct {
+	configMaps map[string]*corev1.ConfigMap
+	secrets    map[string]*corev1.Secret
+	services   []*corev1.Service
+	getErr     error
+}
+
+func (e *fakeEnv) GetConfigMap(_ context.Context, ns, name string) (*corev1.ConfigMap, error) {
+	if e.getErr != nil {
+		return nil, e.getErr
+	}
+	if cm, ok := e.configMaps[ns+"/"+name]; ok {
+		return cm, nil
+	}
+	return nil, apierrors.NewNotFound(corev1.Resource("configmaps"), name)
+}
+
+func (e *fakeEnv) GetSecret(_ context.Context, ns, name string) (*corev1.Secret, error) {
+	if e.getErr != nil {
+		return nil, e.getErr
+	}
+	if s, ok := e.secrets[ns+"/"+name]; ok {
+		return s, nil
+	}
+	return nil, apierrors.NewNotFound(corev1.Resource("secrets"), name)
+}
+
+func (e *fakeEnv) ListServices(ns string) ([]*corev1.Service, error) {
+	var out []*corev1.Service
+	for _, s := range e.services {
+		if s.Namespace == ns || (s.Namespace == "default" && s.Name == "kubernetes") {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// fakeVolumes gives every container one mount per volume path and records
+// the options it was called with.
+type fakeVolumes struct {
+	mu   sync.Mutex
+	opts []volume.ContainerOptions
+	err  error
+}
+
+func (v *fakeVolumes) Mounts(_ *corev1.Pod, c *corev1.Container, paths map[string]string, opts volume.ContainerOptions) ([]*runtimeapi.Mount, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.opts = append(v.opts, opts)
+	if v.err != nil {
+		return nil, v.err
+	}
+	var out []*runtimeapi.Mount
+	for _, m := range c.VolumeMounts {
+		out = append(out, &runtimeapi.Mount{ContainerPath: m.MountPath, HostPath: paths[m.Name]})
+	}
+	return out, nil
+}
+
+// testEnv is a runtime manager over fakes.
+type testEnv struct {
+	m       *Manager
+	rt      *fakeRuntime
+	images  *fakeImages
+	clock   *testingclock.FakeClock
+	events  *fakeRecorder
+	env     *fakeEnv
+	volumes *fakeVolumes
+	logDir  string
+}
+
+var testStart = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func newTestEnv(t *testing.T, images ...string) *testEnv {
+	t.Helper()
+	clk := testingclock.NewFakeClock(testStart)
+	te := &testEnv{
+		rt: newFakeRuntime(clk), images: newFakeImages(images...), clock: clk, events: &fakeRecorder{},
+		env: &fakeEnv{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}},
+		volumes: &fakeVolumes{}, logDir: t.TempDir(),
+	}
+	m, err := New(Config{
+		NodeName: "node1", NodeIPs: []net.IP{net.ParseIP("192.168.5.10"), net.ParseIP("fd00::10")},
+		Hostname: "node1-host", PodLogsDir: te.logDir, ResolvConf: filepath.Join(t.TempDir(), "missing"),
+		MemoryCapacity: 4 << 30,
+	}, te.rt, te.images, te.volumes, te.env, te.events, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	te.m = m
+	return te
+}
+
+// status reads the pod's runtime status.
+func (te *testEnv) status(t *testing.T, pod *corev1.Pod) *PodStatus {
+	t.Helper()
+	st, err := te.m.GetPodStatus(context.Background(), pod.UID, pod.Name, pod.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// sync runs one SyncPod pass from a fresh runtime status.
+func (te *testEnv) sync(t *testing.T, pod *corev1.Pod) SyncResult {
+	t.Helper()
+	return te.m.SyncPod(context.Background(), pod, te.status(t, pod), nil, nil)
+}
+
+func testPod(containers ...corev1.Container) *corev1.Pod {
+	for i := range containers {
+		if containers[i].Image == "" {
+			containers[i].Image = "k1s.local/busybox:1.36"
+		}
+		if containers[i].ImagePullPolicy == "" {
+			containers[i].ImagePullPolicy = corev1.PullIfNotPresent
+		}
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: types.UID("uid-1")},
+		Spec: corev1.PodSpec{
+			Containers: containers, RestartPolicy: corev1.RestartPolicyAlways,
+			DNSPolicy: corev1.DNSClusterFirst, NodeName: "node1",
+		},
+	}
+}
+
+var errBoom = errors.New("boom")

@@ -1,0 +1,274 @@
+// Command node benchmarks a one-node k1s server (control plane, agent and
+// embedded containerd) and prints the figures recorded in
+// docs/BENCHMARKS.md: start → node Ready, create → Running for one pod and
+// for 30 pods created at once, and the memory of containerd, the shims and
+// the k1s process, idle and with 30 pods. Needs root and the test images.
+//
+//	make build test-images && go run ./tests/bench/node -bin bin/k1s -images _output/images
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+)
+
+const nodeName = "bench-node"
+
+func main() {
+	bin := flag.String("bin", "bin/k1s", "k1s binary")
+	images := flag.String("images", "_output/images", "directory of test image tarballs")
+	pods := flag.Int("pods", 30, "pods created at once")
+	flag.Parse()
+	if err := run(*bin, *images, *pods); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func freePort() int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func run(bin, images string, n int) error {
+	dir, err := os.MkdirTemp("", "k1s-bench-node")
+	if err != nil {
+		return err
+	}
+	data := filepath.Join(dir, "data")
+	defer func() {
+		_ = exec.Command(bin, "killall", "--data-dir", data).Run()
+		os.RemoveAll(dir)
+	}()
+	imgDir := filepath.Join(data, "agent", "images")
+	if err := os.MkdirAll(imgDir, 0o755); err != nil {
+		return err
+	}
+	for _, f := range []string{"busybox.tar", "testapp.tar"} {
+		b, err := os.ReadFile(filepath.Join(images, f))
+		if err != nil {
+			return fmt.Errorf("test images (make test-images): %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(imgDir, f), b, 0o644); err != nil {
+			return err
+		}
+	}
+	port := freePort()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	log, err := os.Create(filepath.Join(dir, "k1s.log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(bin, "server", "--data-dir", data, "--write-kubeconfig", kubeconfig,
+		"--https-listen-port", strconv.Itoa(port), "--bind-address", "127.0.0.1", "--node-name", nodeName,
+		"--etcd-client-port", strconv.Itoa(freePort()), "--etcd-peer-port", strconv.Itoa(freePort()))
+	cmd.Stdout, cmd.Stderr = log, log
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
+
+	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	for {
+		if time.Since(start) > 2*time.Minute {
+			return fmt.Errorf("not ready (see %s)", log.Name())
+		}
+		if resp, err := hc.Get(fmt.Sprintf("https://127.0.0.1:%d/readyz", port)); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 1000, 1000
+	c := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	for {
+		n, err := c.CoreV1().Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err == nil && ready(n) {
+			break
+		}
+		if time.Since(start) > 2*time.Minute {
+			return fmt.Errorf("node not Ready")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	fmt.Printf("start → node Ready (new data dir):       %v\n", time.Since(start).Round(time.Millisecond))
+	waitSA(ctx, c)
+	time.Sleep(10 * time.Second)
+	idleK1s := rssMB(cmd.Process.Pid)
+	ctrPid := containerdPid(data)
+	fmt.Printf("idle: k1s process RSS %.1f MB, containerd RSS %.1f MB\n", idleK1s, rssMB(ctrPid))
+
+	one, err := createAndWait(ctx, c, []string{"single"})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("1 pod create → Running:                  %v\n", one[0].Round(time.Millisecond))
+
+	var names []string
+	for i := 0; i < n; i++ {
+		names = append(names, fmt.Sprintf("p%02d", i))
+	}
+	t0 := time.Now()
+	lat, err := createAndWait(ctx, c, names)
+	if err != nil {
+		return err
+	}
+	all := time.Since(t0)
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	fmt.Printf("%d pods at once → all Running:           %v (p50 %v, p99 %v)\n", n, all.Round(time.Millisecond),
+		lat[len(lat)/2].Round(time.Millisecond), lat[(len(lat)*99)/100].Round(time.Millisecond))
+	time.Sleep(10 * time.Second)
+	shims := shimPids(ctrPid)
+	var pss float64
+	for _, p := range shims {
+		pss += pssMB(p)
+	}
+	fmt.Printf("with %d pods: k1s RSS %.1f MB, containerd RSS %.1f MB, %d shims PSS %.1f MB (%.2f MB per pod)\n",
+		n+1, rssMB(cmd.Process.Pid), rssMB(ctrPid), len(shims), pss, pss/float64(max(len(shims), 1)))
+	return nil
+}
+
+func ready(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func waitSA(ctx context.Context, c kubernetes.Interface) {
+	for i := 0; i < 100; i++ {
+		if _, err := c.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// createAndWait creates pods at once and returns each one's create → Running time.
+func createAndWait(ctx context.Context, c kubernetes.Interface, names []string) ([]time.Duration, error) {
+	var wg sync.WaitGroup
+	out := make([]time.Duration, len(names))
+	errs := make(chan error, len(names))
+	for i, name := range names {
+		wg.Add(1)
+		go func(i int, name string) {
+			defer wg.Done()
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.PodSpec{
+				NodeName: nodeName, TerminationGracePeriodSeconds: ptr.To[int64](1),
+				Containers: []corev1.Container{{Name: "c", Image: "k1s.local/busybox:1.36", ImagePullPolicy: corev1.PullNever, Command: []string{"sleep", "3600"}}},
+			}}
+			t0 := time.Now()
+			if _, err := c.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
+				errs <- err
+				return
+			}
+			for time.Since(t0) < 2*time.Minute {
+				got, err := c.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+				if err == nil && got.Status.Phase == corev1.PodRunning {
+					out[i] = time.Since(t0)
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			errs <- fmt.Errorf("pod %s not Running within 2m", name)
+		}(i, name)
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		return nil, err
+	}
+	return out, nil
+}
+
+func readStatus(pid int, key string) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, key) {
+			f := strings.Fields(line)
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func rssMB(pid int) float64 { return readStatus(pid, "VmRSS:") }
+
+func pssMB(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "Pss:") {
+			f := strings.Fields(line)
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
+
+func containerdPid(data string) int {
+	b, err := os.ReadFile("/run/k1s/containerd/containerd.pid")
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+// shimPids finds the runc shims: processes whose executable is the shim k1s extracted.
+func shimPids(_ int) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err == nil && strings.HasSuffix(exe, "/containerd-shim-runc-v2") {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+

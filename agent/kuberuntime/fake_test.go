@@ -71,6 +71,10 @@ type fakeRuntime struct {
 	execs      []execCall
 	errs       map[string][]error
 	podIPs     []string
+	// trail records "exec:<id>" and "stop:<id>" in call order.
+	trail []string
+	// execDelay is how long an exec "takes" on the fake clock.
+	execDelay time.Duration
 }
 
 func newFakeRuntime(clk clock.Clock) *fakeRuntime {
@@ -296,6 +300,7 @@ func (f *fakeRuntime) StopContainer(_ context.Context, id string, timeout int64)
 		return fmt.Errorf("container %s not found", id)
 	}
 	f.stops[id] = timeout
+	f.trail = append(f.trail, "stop:"+id)
 	if c.state != runtimeapi.ContainerState_CONTAINER_EXITED {
 		c.state = runtimeapi.ContainerState_CONTAINER_EXITED
 		c.exitCode = 137
@@ -352,6 +357,10 @@ func (f *fakeRuntime) ExecSync(_ context.Context, id string, cmd []string, timeo
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.execs = append(f.execs, execCall{id: id, cmd: cmd, timeout: timeout})
+	f.trail = append(f.trail, "exec:"+id)
+	if fc, ok := f.clock.(*testingclock.FakeClock); ok && f.execDelay > 0 {
+		fc.Step(f.execDelay)
+	}
 	if err := f.call("ExecSync:" + id); err != nil {
 		return nil, []byte("hook said no"), err
 	}
@@ -515,7 +524,7 @@ func newTestEnv(t *testing.T, images ...string) *testEnv {
 	clk := testingclock.NewFakeClock(testStart)
 	te := &testEnv{
 		rt: newFakeRuntime(clk), images: newFakeImages(images...), clock: clk, events: &fakeRecorder{},
-		env: &fakeEnv{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}},
+		env:     &fakeEnv{configMaps: map[string]*corev1.ConfigMap{}, secrets: map[string]*corev1.Secret{}},
 		volumes: &fakeVolumes{}, logDir: t.TempDir(),
 	}
 	m, err := New(Config{

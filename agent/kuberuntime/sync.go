@@ -220,8 +220,10 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, st *PodStatus, v
 		} else {
 			podIPs = nil
 		}
-		// A new sandbox starts from a clean slate of containers.
-		st = &PodStatus{UID: st.UID, Name: st.Name, Namespace: st.Namespace, IPs: podIPs}
+		// A new sandbox has no containers running, but the old sandboxes'
+		// instances still count: restart counts (and log file numbers)
+		// go on from them, as upstream.
+		st = &PodStatus{UID: st.UID, Name: st.Name, Namespace: st.Namespace, IPs: podIPs, Containers: st.Containers}
 	}
 
 	for id, why := range a.kill {

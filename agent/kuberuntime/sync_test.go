@@ -1,0 +1,625 @@
+package kuberuntime
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/testing/protocmp"
+	corev1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/utils/ptr"
+)
+
+const busybox = "k1s.local/busybox:1.36"
+
+func TestSyncPodCreatesSandboxAndContainers(t *testing.T) {
+	te := newTestEnv(t, busybox)
+	pod := testPod(
+		corev1.Container{Name: "app", Ports: []corev1.ContainerPort{
+			{ContainerPort: 80, HostPort: 8080, Protocol: corev1.ProtocolTCP},
+			{ContainerPort: 53, HostPort: 5353, Protocol: corev1.ProtocolUDP, HostIP: "127.0.0.1"},
+			{ContainerPort: 9090},
+		}},
+		corev1.Container{Name: "side", Ports: []corev1.ContainerPort{{ContainerPort: 7000, HostPort: 7000, Protocol: corev1.ProtocolSCTP}}},
+	)
+	pod.Labels = map[string]string{"app": "web"}
+	pod.Annotations = map[string]string{"note": "hello"}
+	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](20)
+
+	res := te.sync(t, pod)
+	if res.Err != nil || len(res.Waiting) != 0 {
+		t.Fatalf("SyncPod = %+v, want no error and nothing waiting", res)
+	}
+	if len(te.rt.sandboxes) != 1 {
+		t.Fatalf("sandboxes = %d, want 1", len(te.rt.sandboxes))
+	}
+	sb := te.rt.sandboxes["sb-web-0"]
+	if sb == nil {
+		t.Fatalf("no sandbox sb-web-0 in %v", te.rt.sandboxes)
+	}
+	logDir := filepath.Join(te.logDir, "shop_web_uid-1")
+	want := &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: "web", Namespace: "shop", Uid: "uid-1", Attempt: 0},
+		Hostname:     "web",
+		LogDirectory: logDir,
+		DnsConfig: &runtimeapi.DNSConfig{
+			Servers:  []string{"10.43.0.10"},
+			Searches: []string{"shop.svc.cluster.local", "svc.cluster.local", "cluster.local"},
+			Options:  []string{"ndots:5"},
+		},
+		PortMappings: []*runtimeapi.PortMapping{
+			{Protocol: runtimeapi.Protocol_TCP, ContainerPort: 80, HostPort: 8080},
+			{Protocol: runtimeapi.Protocol_UDP, ContainerPort: 53, HostPort: 5353, HostIp: "127.0.0.1"},
+			{Protocol: runtimeapi.Protocol_SCTP, ContainerPort: 7000, HostPort: 7000},
+		},
+		Labels: map[string]string{
+			"app":                         "web",
+			"io.kubernetes.pod.name":      "web",
+			"io.kubernetes.pod.namespace": "shop",
+			"io.kubernetes.pod.uid":       "uid-1",
+			"io.kubernetes.managed-by":    "k1s-agent",
+		},
+		Annotations: map[string]string{"note": "hello"},
+		Linux: &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD},
+		}},
+	}
+	if diff := cmp.Diff(want, sb.cfg, protocmp.Transform()); diff != "" {
+		t.Errorf("sandbox config (-want +got):\n%s", diff)
+	}
+	if fi, err := os.Stat(logDir); err != nil || !fi.IsDir() {
+		t.Errorf("pod log directory %s not created: %v", logDir, err)
+	}
+
+	for _, name := range []string{"app", "side"} {
+		_, c := te.rt.containerNamed(t, name)
+		if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			t.Errorf("%s state = %v, want running", name, c.state)
+		}
+		if c.sandboxID != "sb-web-0" {
+			t.Errorf("%s sandbox = %s, want sb-web-0", name, c.sandboxID)
+		}
+		spec := specOf(pod, name)
+		wantAnn := map[string]string{
+			"io.kubernetes.container.hash":                     strconv.FormatUint(HashContainer(spec), 16),
+			"io.kubernetes.container.restartCount":             "0",
+			"io.kubernetes.container.terminationMessagePath":   "",
+			"io.kubernetes.container.terminationMessagePolicy": "",
+			"io.kubernetes.pod.terminationGracePeriod":         "20",
+		}
+		if diff := cmp.Diff(wantAnn, c.cfg.Annotations); diff != "" {
+			t.Errorf("%s annotations (-want +got):\n%s", name, diff)
+		}
+		wantLabels := map[string]string{
+			"io.kubernetes.pod.name": "web", "io.kubernetes.pod.namespace": "shop", "io.kubernetes.pod.uid": "uid-1",
+			"io.kubernetes.container.name": name, "io.kubernetes.managed-by": "k1s-agent",
+		}
+		if diff := cmp.Diff(wantLabels, c.cfg.Labels); diff != "" {
+			t.Errorf("%s labels (-want +got):\n%s", name, diff)
+		}
+		if c.cfg.Metadata.GetName() != name || c.cfg.Metadata.GetAttempt() != 0 {
+			t.Errorf("%s metadata = %v", name, c.cfg.Metadata)
+		}
+		if got := c.cfg.Image; got.GetImage() != "sha256:"+busybox || got.GetUserSpecifiedImage() != busybox {
+			t.Errorf("%s image = %v, want the image ID and the user's name", name, got)
+		}
+		if c.cfg.LogPath != name+"/0.log" {
+			t.Errorf("%s log path = %q, want %s/0.log", name, c.cfg.LogPath, name)
+		}
+		if !te.events.has("Started") || !te.events.has("Created") {
+			t.Errorf("events %v lack Created/Started", te.events.events)
+		}
+	}
+	if got := te.rt.callsOf("PullImage"); got != 0 || te.images.pullCount() != 0 {
+		t.Errorf("pulled a present IfNotPresent image")
+	}
+
+	// A second pass over the running pod changes nothing.
+	te.rt.resetCalls()
+	if res := te.sync(t, pod); res.Err != nil || len(res.Waiting) != 0 {
+		t.Fatalf("second SyncPod = %+v", res)
+	}
+	for _, call := range []string{"RunPodSandbox", "CreateContainer", "StartContainer", "StopContainer"} {
+		if n := te.rt.callsOf(call); n != 0 {
+			t.Errorf("second pass called %s %d times", call, n)
+		}
+	}
+}
+
+func TestSyncPodHostNetwork(t *testing.T) {
+	te := newTestEnv(t, busybox)
+	pod := testPod(corev1.Container{Name: "app", Env: []corev1.EnvVar{
+		{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}},
+		{Name: "POD_IPS", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIPs"}}},
+	}})
+	pod.Spec.HostNetwork = true
+	pod.Spec.HostPID = true
+	if res := te.sync(t, pod); res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	sb := te.rt.sandboxes["sb-web-0"]
+	if sb.cfg.Hostname != "node1-host" {
+		t.Errorf("hostname = %q, want the node's", sb.cfg.Hostname)
+	}
+	ns := sb.cfg.Linux.SecurityContext.NamespaceOptions
+	if ns.Network != runtimeapi.NamespaceMode_NODE || ns.Pid != runtimeapi.NamespaceMode_NODE || ns.Ipc != runtimeapi.NamespaceMode_POD {
+		t.Errorf("namespace options = %v, want network and pid NODE, ipc POD", ns)
+	}
+	// ClusterFirst under the host network is the node's resolver (none here).
+	if len(sb.cfg.DnsConfig.Servers) != 0 || len(sb.cfg.DnsConfig.Options) != 0 {
+		t.Errorf("DNS = %v, want the host's (empty)", sb.cfg.DnsConfig)
+	}
+	_, c := te.rt.containerNamed(t, "app")
+	env := envMap(c.cfg.Envs)
+	if env["POD_IP"] != "192.168.5.10" || env["POD_IPS"] != "192.168.5.10,fd00::10" {
+		t.Errorf("host network pod IP env = %v, want the node's addresses", env)
+	}
+	// The sandbox reports its host network: the next pass keeps it.
+	te.rt.resetCalls()
+	te.sync(t, pod)
+	if n := te.rt.callsOf("RunPodSandbox"); n != 0 {
+		t.Errorf("host network sandbox recreated %d times", n)
+	}
+}
+
+func envMap(kvs []*runtimeapi.KeyValue) map[string]string {
+	out := map[string]string{}
+	for _, kv := range kvs {
+		out[kv.Key] = string(kv.Value)
+	}
+	return out
+}
+
+func TestSyncPodInitContainersInOrder(t *testing.T) {
+	te := newTestEnv(t, busybox)
+	pod := testPod(corev1.Container{Name: "app"})
+	pod.Spec.InitContainers = []corev1.Container{
+		{Name: "i1", Image: busybox, ImagePullPolicy: corev1.PullIfNotPresent},
+		{Name: "i2", Image: busybox, ImagePullPolicy: corev1.PullIfNotPresent},
+	}
+	running := func() []string {
+		var out []string
+		for _, c := range te.status(t, pod).Containers {
+			out = append(out, c.Name+"="+string(c.State))
+		}
+		sort.Strings(out)
+		return out
+	}
+	te.sync(t, pod)
+	if got := running(); !cmp.Equal(got, []string{"i1=running"}) {
+		t.Fatalf("after first pass: %v, want only i1 running", got)
+	}
+	if st := te.status(t, pod).FindContainer("i1"); !st.Init {
+		t.Errorf("i1 not marked as an init container: %+v", st)
+	}
+	te.sync(t, pod)
+	if got := running(); !cmp.Equal(got, []string{"i1=running"}) {
+		t.Fatalf("while i1 runs: %v", got)
+	}
+	id, _ := te.rt.containerNamed(t, "i1")
+	te.rt.exit(t, id, 0)
+	te.sync(t, pod)
+	if got := running(); !cmp.Equal(got, []string{"i1=exited", "i2=running"}) {
+		t.Fatalf("after i1 succeeded: %v", got)
+	}
+	id, _ = te.rt.containerNamed(t, "i2")
+	te.rt.exit(t, id, 0)
+	te.sync(t, pod)
+	if got := running(); !cmp.Equal(got, []string{"app=running", "i1=exited", "i2=exited"}) {
+		t.Fatalf("after i2 succeeded: %v", got)
+	}
+	if st := te.status(t, pod).FindContainer("app"); st.Init {
+		t.Errorf("app marked as an init container")
+	}
+}
+
+func TestSyncPodRestartBackOff(t *testing.T) {
+	te := newTestEnv(t, busybox)
+	pod := testPod(corev1.Container{Name: "app"})
+	te.sync(t, pod)
+
+	id0, _ := te.rt.containerNamed(t, "app")
+	te.rt.exit(t, id0, 1)
+	if res := te.sync(t, pod); len(res.Waiting) != 0 {
+		t.Fatalf("first restart waited: %+v", res.Waiting)
+	}
+	id1, c1 := te.rt.containerNamed(t, "app")
+	if id1 == id0 || c1.cfg.Metadata.Attempt != 1 || c1.cfg.Annotations[annotationRestarts] != "1" || c1.cfg.LogPath != "app/1.log" {
+		t.Fatalf("restarted container: id %s attempt %d restarts %q log %q, want attempt 1 and app/1.log",
+			id1, c1.cfg.Metadata.Attempt, c1.cfg.Annotations[annotationRestarts], c1.cfg.LogPath)
+	}
+
+	// It fails again at once: back off 10s.
+	te.rt.exit(t, id1, 1)
+	te.rt.resetCalls()
+	res := te.sync(t, pod)
+	w, ok := res.Waiting["app"]
+	if !ok || w.Reason != ReasonCrashLoopBackOff {
+		t.Fatalf("waiting = %+v, want CrashLoopBackOff", res.Waiting)
+	}
+	if want := "back-off 10s restarting failed container=app pod=web_shop(uid-1)"; w.Message != want {
+		t.Errorf("message = %q, want %q", w.Message, want)
+	}
+	if res.Err != nil {
+		t.Errorf("back-off is not an error: %v", res.Err)
+	}
+	if te.rt.callsOf("CreateContainer") != 0 {
+		t.Errorf("created a container while backing off")
+	}
+	if !te.events.has("BackOff") {
+		t.Errorf("no BackOff event in %v", te.events.events)
+	}
+
+	te.clock.Step(9 * time.Second)
+	if res := te.sync(t, pod); res.Waiting["app"].Reason != ReasonCrashLoopBackOff {
+		t.Fatalf("after 9s: %+v, want still backing off", res.Waiting)
+	}
+	te.clock.Step(2 * time.Second)
+	if res := te.sync(t, pod); len(res.Waiting) != 0 {
+		t.Fatalf("after 11s: %+v, want a restart", res.Waiting)
+	}
+	id2, c2 := te.rt.containerNamed(t, "app")
+	if c2.cfg.Metadata.Attempt != 2 {
+		t.Fatalf("attempt = %d, want 2", c2.cfg.Metadata.Attempt)
+	}
+	// One dead instance is kept for logs --previous; older ones go.
+	if got, want := te.rt.containerNames(), []string{id1, id2}; !cmp.Equal(got, want) {
+		t.Errorf("containers = %v, want %v", got, want)
+	}
+
+	// The next failure doubles the back-off.
+	te.rt.exit(t, id2, 1)
+	te.clock.Step(15 * time.Second)
+	res = te.sync(t, pod)
+	if w := res.Waiting["app"]; w.Reason != ReasonCrashLoopBackOff || !strings.HasPrefix(w.Message, "back-off 20s ") {
+		t.Fatalf("15s after the third failure: %+v, want a 20s back-off", res.Waiting)
+	}
+	te.clock.Step(6 * time.Second)
+	if res := te.sync(t, pod); len(res.Waiting) != 0 {
+		t.Fatalf("21s after the third failure: %+v, want a restart", res.Waiting)
+	}
+	if _, c := te.rt.containerNamed(t, "app"); c.cfg.Metadata.Attempt != 3 {
+		t.Errorf("attempt = %d, want 3", c.cfg.Metadata.Attempt)
+	}
+}
+
+func TestSyncPodSandboxRecreatedKeepsRestartCount(t *testing.T) {
+	te := newTestEnv(t, busybox)
+	pod := testPod(corev1.Container{Name: "app"})
+	te.sync(t, pod)
+	id0, _ := te.rt.containerNamed(t, "app")
+	// The sandbox dies (e.g. its pause process was killed) and takes the
+	// container with it.
+	te.rt.sandboxes["sb-web-0"].state = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	te.rt.exit(t, id0, 137)
+
+	te.rt.resetCalls()
+	if res := te.sync(t, pod); res.Err != nil || len(res.Waiting) != 0 {
+		t.Fatalf("SyncPod = %+v", res)
+	}
+	if !te.events.has("SandboxChanged") {
+		t.Errorf("no SandboxChanged event: %v", te.events.events)
+	}
+	if te.rt.callsOf("StopPodSandbox") != 1 {
+		t.Errorf("old sandbox not stopped")
+	}
+	if _, ok := te.rt.sandboxes["sb-web-1"]; !ok {
+		t.Fatalf("no sandbox of attempt 1: %v", te.rt.sandboxes)
+	}
+	_, c := te.rt.containerNamed(t, "app")
+	if c.sandboxID != "sb-web-1" {
+		t.Fatalf("container runs in %s, want sb-web-1", c.sandboxID)
+	}
+	// As upstream, the restart count goes on across sandboxes, so the API
+	// count does not drop to 0 and the new log does not reuse 0.log.
+	if c.cfg.Annotations[annotationRestarts] != "1" || c.cfg.LogPath != "app/1.log" {
+		t.Errorf("restart count %q, log %q; want 1 and app/1.log", c.cfg.Annotations[annotationRestarts], c.cfg.LogPath)
+	}
+}
+
+func TestSyncPodImagePolicies(t *testing.T) {
+	const missing = "k1s.local/missing:1"
+	tests := []struct {
+		name    string
+		image   string
+		policy  corev1.PullPolicy
+		pullErr error
+		// reasons of successive passes; "" means the container started.
+		passes    []string
+		pulls     int
+		msgSubstr string
+	}{
+		{name: "Never, absent", image: missing, policy: corev1.PullNever, passes: []string{ReasonErrImageNeverPull, ReasonErrImageNeverPull},
+			msgSubstr: `Container image "k1s.local/missing:1" is not present with pull policy of Never`},
+		{name: "Never, present", image: busybox, policy: corev1.PullNever, passes: []string{""}},
+		{name: "IfNotPresent, present", image: busybox, policy: corev1.PullIfNotPresent, passes: []string{""}},
+		{name: "IfNotPresent, absent, pull works", image: missing, policy: corev1.PullIfNotPresent, passes: []string{""}, pulls: 1},
+		{name: "IfNotPresent, absent, pull fails then backs off", image: missing, policy: corev1.PullIfNotPresent, pullErr: errBoom,
+			passes: []string{ReasonErrImagePull, ReasonImagePullBackOff, ReasonImagePullBackOff}, pulls: 1, msgSubstr: `Back-off pulling image "k1s.local/missing:1"`},
+		{name: "Always, present, pull fails", image: busybox, policy: corev1.PullAlways, pullErr: errBoom,
+			passes: []string{ReasonErrImagePull}, pulls: 1, msgSubstr: "imagePullPolicy is Always"},
+		{name: "Always, present, pull works", image: busybox, policy: corev1.PullAlways, passes: []string{""}, pulls: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			te := newTestEnv(t, busybox)
+			te.images.pullErr = tt.pullErr
+			pod := testPod(corev1.Container{Name: "app", Image: tt.image, ImagePullPolicy: tt.policy})
+			var last Waiting
+			for i, want := range tt.passes {
+				res := te.sync(t, pod)
+				got := res.Waiting["app"]
+				if got.Reason != want {
+					t.Fatalf("pass %d: reason %q (%s), want %q", i, got.Reason, got.Message, want)
+				}
+				if want != "" && res.Err == nil && want != ReasonImagePullBackOff {
+					t.Errorf("pass %d: no error for %s", i, want)
+				}
+				last = got
+			}
+			if tt.msgSubstr != "" && !strings.Contains(last.Message, tt.msgSubstr) {
+				t.Errorf("message %q lacks %q", last.Message, tt.msgSubstr)
+			}
+			if got := te.images.pullCount(); got != tt.pulls {
+				t.Errorf("pulls = %d, want %d", got, tt.pulls)
+			}
+			started := tt.passes[len(tt.passes)-1] == ""
+			if got := te.rt.callsOf("CreateContainer") > 0; got != started {
+				t.Errorf("container created = %v, want %v", got, started)
+			}
+			if started {
+				_, c := te.rt.containerNamed(t, "app")
+				wantRef := "sha256:" + tt.image
+				if tt.pulls > 0 {
+					wantRef = "sha256:pulled-" + tt.image
+				}
+				if c.cfg.Image.Image != wantRef {
+					t.Errorf("image ref = %q, want %q", c.cfg.Image.Image, wantRef)
+				}
+			}
+		})
+	}
+}
+
+func TestSyncPodImagePullBackOffExpires(t *testing.T) {
+	te := newTestEnv(t)
+	te.images.pullErr = errBoom
+	pod := testPod(corev1.Container{Name: "app", Image: "k1s.local/missing:1"})
+	reason := func() string { return te.sync(t, pod).Waiting["app"].Reason }
+	steps := []struct {
+		advance time.Duration
+		want    string
+		pulls   int
+	}{
+		{0, ReasonErrImagePull, 1},
+		{9 * time.Second, ReasonImagePullBackOff, 1},
+		{2 * time.Second, ReasonErrImagePull, 2}, // 11s: retried
+		{15 * time.Second, ReasonImagePullBackOff, 2},
+		{6 * time.Second, ReasonErrImagePull, 3}, // 21s after: back-off was 20s
+	}
+	for i, s := range steps {
+		te.clock.Step(s.advance)
+		if got := reason(); got != s.want {
+			t.Fatalf("step %d: %q, want %q", i, got, s.want)
+		}
+		if got := te.images.pullCount(); got != s.pulls {
+			t.Fatalf("step %d: %d pulls, want %d", i, got, s.pulls)
+		}
+	}
+	// A successful pull clears the back-off.
+	te.images.pullErr = nil
+	te.clock.Step(41 * time.Second)
+	if got := reason(); got != "" {
+		t.Fatalf("after a good pull: %q", got)
+	}
+}
+
+func TestSyncPodRuntimeFailures(t *testing.T) {
+	tests := []struct {
+		name      string
+		inject    string
+		postStart bool
+		want      string
+		wantEvent string
+	}{
+		{name: "sandbox fails", inject: "RunPodSandbox", want: ReasonContainerCreating, wantEvent: "FailedCreatePodSandBox"},
+		{name: "create fails", inject: "CreateContainer", want: ReasonCreateError, wantEvent: "Failed"},
+		{name: "start fails", inject: "StartContainer", want: ReasonRunError, wantEvent: "Failed"},
+		{name: "postStart exec fails", inject: "ExecSync:sb-web-0-app-0", postStart: true, want: ReasonPostStartError, wantEvent: "FailedPostStartHook"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			te := newTestEnv(t, busybox)
+			te.rt.inject(tt.inject, errBoom)
+			c := corev1.Container{Name: "app"}
+			if tt.postStart {
+				c.Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"touch", "/ready"}}}}
+			}
+			pod := testPod(c)
+			pod.Spec.InitContainers = nil
+			res := te.sync(t, pod)
+			if got := res.Waiting["app"].Reason; got != tt.want {
+				t.Fatalf("reason = %q (%+v), want %q", got, res.Waiting, tt.want)
+			}
+			if res.Err == nil {
+				t.Errorf("no error")
+			}
+			if !te.events.has(tt.wantEvent) {
+				t.Errorf("no %s event in %v", tt.wantEvent, te.events.events)
+			}
+			if tt.postStart {
+				if len(te.rt.execs) != 1 || !cmp.Equal(te.rt.execs[0].cmd, []string{"touch", "/ready"}) {
+					t.Errorf("execs = %+v", te.rt.execs)
+				}
+				if _, ok := te.rt.stops["sb-web-0-app-0"]; !ok {
+					t.Errorf("container with a failed postStart hook was not stopped")
+				}
+			}
+			// The next pass succeeds.
+			if tt.name != "postStart exec fails" {
+				te.clock.Step(time.Minute)
+				if res := te.sync(t, pod); len(res.Waiting) != 0 {
+					t.Errorf("retry: %+v", res.Waiting)
+				}
+			}
+		})
+	}
+}
+
+func TestSyncPodSandboxFailureMarksEveryContainer(t *testing.T) {
+	te := newTestEnv(t, busybox)
+	te.rt.inject("RunPodSandbox", errBoom)
+	pod := testPod(corev1.Container{Name: "a"}, corev1.Container{Name: "b"})
+	pod.Spec.InitContainers = []corev1.Container{{Name: "i", Image: busybox}}
+	res := te.sync(t, pod)
+	for _, n := range []string{"i", "a", "b"} {
+		if res.Waiting[n].Reason != ReasonContainerCreating {
+			t.Errorf("%s: %+v, want ContainerCreating", n, res.Waiting[n])
+		}
+	}
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "Failed to create pod sandbox: boom") {
+		t.Errorf("err = %v", res.Err)
+	}
+	if len(te.rt.containers) != 0 {
+		t.Errorf("containers created without a sandbox")
+	}
+}
+
+func TestKillPod(t *testing.T) {
+	preStop := &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/drain"}}}}
+	tests := []struct {
+		name           string
+		specGrace      *int64
+		deletionGrace  *int64
+		override       *int64
+		skeleton       bool // the agent knows only the pod's name and UID
+		execDelay      time.Duration
+		wantTimeout    int64
+		wantPreStopRun bool
+	}{
+		{name: "spec grace", specGrace: ptr.To[int64](20), wantTimeout: 20, wantPreStopRun: true},
+		{name: "default grace", wantTimeout: 30, wantPreStopRun: true},
+		{name: "deletion grace wins", specGrace: ptr.To[int64](20), deletionGrace: ptr.To[int64](5), wantTimeout: 5, wantPreStopRun: true},
+		{name: "override wins", specGrace: ptr.To[int64](20), deletionGrace: ptr.To[int64](5), override: ptr.To[int64](3), wantTimeout: 3, wantPreStopRun: true},
+		{name: "zero grace skips preStop", specGrace: ptr.To[int64](20), override: ptr.To[int64](0), wantTimeout: 0},
+		{name: "preStop time comes off the grace", specGrace: ptr.To[int64](20), execDelay: 15 * time.Second, wantTimeout: 5, wantPreStopRun: true},
+		{name: "at least 2s after preStop", specGrace: ptr.To[int64](20), execDelay: 19 * time.Second, wantTimeout: 2, wantPreStopRun: true},
+		{name: "unknown pod uses the recorded grace", specGrace: ptr.To[int64](20), skeleton: true, wantTimeout: 20},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			te := newTestEnv(t, busybox)
+			pod := testPod(corev1.Container{Name: "a", Lifecycle: preStop}, corev1.Container{Name: "b"}, corev1.Container{Name: "done"})
+			pod.Spec.TerminationGracePeriodSeconds = tt.specGrace
+			te.sync(t, pod)
+			idA, _ := te.rt.containerNamed(t, "a")
+			idB, _ := te.rt.containerNamed(t, "b")
+			idDone, _ := te.rt.containerNamed(t, "done")
+			te.rt.exit(t, idDone, 0)
+			te.rt.execDelay = tt.execDelay
+			te.rt.trail = nil
+
+			st := te.status(t, pod)
+			target := pod.DeepCopy()
+			target.DeletionGracePeriodSeconds = tt.deletionGrace
+			if tt.skeleton {
+				target = &corev1.Pod{ObjectMeta: *pod.ObjectMeta.DeepCopy()}
+			}
+			if err := te.m.KillPod(context.Background(), target, st, tt.override); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range []string{idA, idB} {
+				got, ok := te.rt.stops[id]
+				if !ok {
+					t.Fatalf("%s not stopped", id)
+				}
+				want := tt.wantTimeout
+				if id == idB && tt.execDelay > 0 {
+					want = *tt.specGrace // b has no hook
+				}
+				if got != want {
+					t.Errorf("%s stopped with %ds, want %ds", id, got, want)
+				}
+			}
+			if _, ok := te.rt.stops[idDone]; ok {
+				t.Errorf("exited container stopped again")
+			}
+			ran := false
+			for i, e := range te.rt.trail {
+				if e == "exec:"+idA {
+					ran = true
+					if !containsAfter(te.rt.trail, i, "stop:"+idA) {
+						t.Errorf("preStop did not run before the stop: %v", te.rt.trail)
+					}
+				}
+				if e == "exec:"+idB {
+					t.Errorf("exec in a container without a preStop hook")
+				}
+			}
+			if ran != tt.wantPreStopRun {
+				t.Errorf("preStop ran = %v, want %v (trail %v)", ran, tt.wantPreStopRun, te.rt.trail)
+			}
+			if ran && !cmp.Equal(te.rt.execs[0].cmd, []string{"/bin/drain"}) {
+				t.Errorf("preStop command = %v", te.rt.execs[0].cmd)
+			}
+			if te.rt.sandboxes["sb-web-0"].state != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+				t.Errorf("sandbox not stopped")
+			}
+		})
+	}
+}
+
+func containsAfter(list []string, i int, s string) bool {
+	for _, e := range list[i+1:] {
+		if e == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestKillPodReportsStopFailures(t *testing.T) {
+	te := newTestEnv(t, busybox)
+	pod := testPod(corev1.Container{Name: "a"})
+	te.sync(t, pod)
+	te.rt.inject("StopContainer", errBoom)
+	te.rt.inject("StopPodSandbox", errBoom)
+	err := te.m.KillPod(context.Background(), pod, te.status(t, pod), nil)
+	if err == nil || !strings.Contains(err.Error(), "stop container a (killing pod): boom") || !strings.Contains(err.Error(), "stop sandbox sb-web-0: boom") {
+		t.Errorf("err = %v, want both failures", err)
+	}
+}
+
+func TestRemovePod(t *testing.T) {
+	te := newTestEnv(t, busybox)
+	pod := testPod(corev1.Container{Name: "a"}, corev1.Container{Name: "b"})
+	te.sync(t, pod)
+	other := testPod(corev1.Container{Name: "x"})
+	other.Name, other.UID = "other", "uid-2"
+	te.sync(t, other)
+	st := te.status(t, pod)
+	if err := te.m.KillPod(context.Background(), pod, st, nil); err != nil {
+		t.Fatal(err)
+	}
+	te.rt.inject("RemoveContainer", errBoom)
+	err := te.m.RemovePod(context.Background(), te.status(t, pod))
+	if err == nil || !strings.Contains(err.Error(), "remove container") {
+		t.Fatalf("err = %v, want the injected failure", err)
+	}
+	if err := te.m.RemovePod(context.Background(), te.status(t, pod)); err != nil {
+		t.Fatal(err)
+	}
+	if st := te.status(t, pod); len(st.Containers) != 0 || len(st.Sandboxes) != 0 {
+		t.Errorf("left behind: %+v", st)
+	}
+	if st := te.status(t, other); len(st.Containers) != 1 || len(st.Sandboxes) != 1 {
+		t.Errorf("other pod touched: %+v", st)
+	}
+}

@@ -378,15 +378,17 @@ func (a *Agent) housekeeping(ctx context.Context) {
 	}
 }
 
-// watchNode writes the pod network config when the node gets its pod CIDR.
+// watchNode writes the pod network config when the node gets its pod CIDR,
+// then reports the node Ready as soon as the runtime sees the network.
+// It checks often until the network is up, then every 10s.
 func (a *Agent) watchNode(ctx context.Context) error {
 	select {
 	case <-a.node.Registered():
 	case <-ctx.Done():
 		return nil
 	}
-	t := a.deps.Clock.NewTicker(2 * time.Second)
-	defer t.Stop()
+	logger := klog.FromContext(ctx)
+	interval := 200 * time.Millisecond
 	for {
 		node, err := a.deps.Client.CoreV1().Nodes().Get(ctx, a.cfg.NodeName, metav1.GetOptions{})
 		if err == nil && node.Spec.PodCIDR != "" && a.deps.Network != nil {
@@ -395,20 +397,37 @@ func (a *Agent) watchNode(ctx context.Context) error {
 			a.mu.Unlock()
 			if changed {
 				if err := a.deps.Network.SetPodCIDR(node.Spec.PodCIDR); err != nil {
-					klog.FromContext(ctx).Error(err, "Failed to write pod network config", "podCIDR", node.Spec.PodCIDR)
+					logger.Error(err, "Failed to write pod network config", "podCIDR", node.Spec.PodCIDR)
 				} else {
 					a.mu.Lock()
 					a.podCIDR = node.Spec.PodCIDR
 					a.mu.Unlock()
-					klog.FromContext(ctx).Info("Pod network configured", "podCIDR", node.Spec.PodCIDR)
+					logger.Info("Pod network configured", "podCIDR", node.Spec.PodCIDR)
+					a.waitNetworkReady(ctx)
 					a.node.TriggerUpdate(ctx)
+					interval = 10 * time.Second
 				}
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-t.C():
+		case <-a.deps.Clock.After(interval):
+		}
+	}
+}
+
+// waitNetworkReady waits (briefly) for the runtime to load the network config.
+func (a *Agent) waitNetworkReady(ctx context.Context) {
+	h := &health{a: a}
+	for i := 0; i < 100; i++ {
+		if h.NetworkReady() == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-a.deps.Clock.After(100 * time.Millisecond):
 		}
 	}
 }

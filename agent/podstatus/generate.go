@@ -78,10 +78,11 @@ func Generate(pod *corev1.Pod, rs *kuberuntime.PodStatus, in Inputs) corev1.PodS
 		}
 	}
 	sandboxReady := rs.ActiveSandbox() != nil && rs.ActiveSandbox().Ready
-	st.Conditions = append(st.Conditions,
-		condition(corev1.PodReadyToStartContainers, sandboxReady, "", ""),
-		condition(corev1.PodInitialized, initDone || st.Phase == corev1.PodSucceeded, reasonIf(!initDone, "ContainersNotInitialized"), msgIf(!initDone, "containers with incomplete status: "+incomplete(st.InitContainerStatuses))),
-	)
+	initialized := condition(corev1.PodInitialized, initDone, reasonIf(!initDone, "ContainersNotInitialized"), msgIf(!initDone, "containers with incomplete status: "+incomplete(st.InitContainerStatuses)))
+	if st.Phase == corev1.PodSucceeded {
+		initialized = condition(corev1.PodInitialized, true, "PodCompleted", "")
+	}
+	st.Conditions = append(st.Conditions, condition(corev1.PodReadyToStartContainers, sandboxReady, "", ""), initialized)
 	notReady := ""
 	for _, cs := range st.ContainerStatuses {
 		if !cs.Ready {
@@ -96,9 +97,11 @@ func Generate(pod *corev1.Pod, rs *kuberuntime.PodStatus, in Inputs) corev1.PodS
 	if !ready {
 		reason = "ContainersNotReady"
 		msg = "containers with unready status: [" + notReady + "]"
-		if st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed {
-			reason = "PodCompleted"
-			msg = ""
+		switch st.Phase {
+		case corev1.PodSucceeded:
+			reason, msg = "PodCompleted", ""
+		case corev1.PodFailed:
+			reason, msg = "PodFailed", ""
 		}
 	}
 	st.Conditions = append(st.Conditions,

@@ -38,7 +38,8 @@ func (m *Manager) sandboxConfig(ctx context.Context, pod *corev1.Pod, attempt ui
 		},
 	}
 	if pod.Spec.HostNetwork {
-		cfg.Hostname = m.cfg.Hostname
+		// The node's UTS namespace: the runtime may not set a hostname.
+		cfg.Hostname = ""
 	}
 	dns, err := m.dnsConfig(pod)
 	if err != nil {

@@ -303,6 +303,55 @@ spec:
 		}
 	})
 
+	t.Run("hostPort, hostNetwork, resolv.conf, environment and security context", func(t *testing.T) {
+		hostPort := framework.FreePort(t)
+		hp := newPod("hostport", corev1.Container{Name: "web", Image: testapp, ImagePullPolicy: corev1.PullNever,
+			Ports: []corev1.ContainerPort{{ContainerPort: 8080, HostPort: int32(hostPort)}}})
+		create(t, c, hp)
+		framework.WaitPod(t, c, "default", "hostport", 60*time.Second, "running", framework.Running)
+		if body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/", hostPort)); !strings.Contains(body, "hostport") {
+			t.Errorf("hostPort %d on loopback: %q", hostPort, body)
+		}
+
+		netPort := framework.FreePort(t)
+		hn := newPod("hostnet", corev1.Container{Name: "web", Image: testapp, ImagePullPolicy: corev1.PullNever,
+			Args: []string{"-port", fmt.Sprint(netPort)}})
+		hn.Spec.HostNetwork = true
+		create(t, c, hn)
+		p := framework.WaitPod(t, c, "default", "hostnet", 60*time.Second, "running", framework.Running)
+		if p.Status.PodIP != p.Status.HostIP {
+			t.Errorf("hostNetwork pod IP %s, want the host IP %s", p.Status.PodIP, p.Status.HostIP)
+		}
+		if body := httpGet(t, fmt.Sprintf("http://127.0.0.1:%d/healthz", netPort)); strings.TrimSpace(body) != "ok" {
+			t.Errorf("hostNetwork pod on loopback port %d: %q", netPort, body)
+		}
+
+		if _, err := c.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "env-cm"}, Data: map[string]string{"color": "blue"}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		sc := newPod("security", container("c", busybox, "sh", "-c", "id -u; id -g; echo $MY_POD $COLOR $GREETING; cat /etc/resolv.conf; touch /ro-test 2>&1 || echo read-only; exec sleep 3600"))
+		sc.Spec.Containers[0].Env = []corev1.EnvVar{
+			{Name: "MY_POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+			{Name: "COLOR", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "env-cm"}, Key: "color"}}},
+			{Name: "GREETING", Value: "hi-$(COLOR)"},
+		}
+		sc.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{
+			RunAsUser: ptr.To[int64](1234), RunAsGroup: ptr.To[int64](5678), ReadOnlyRootFilesystem: ptr.To(true),
+		}
+		create(t, c, sc)
+		framework.WaitPod(t, c, "default", "security", 60*time.Second, "running", framework.Running)
+		var out string
+		_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+			out, _ = s.Kubectl(ctx, "logs", "security")
+			return strings.Contains(out, "nameserver"), nil
+		})
+		for _, want := range []string{"1234\n5678", "security blue hi-blue", "nameserver 10.43.0.10", "search default.svc.cluster.local svc.cluster.local cluster.local", "options ndots:5", "read-only"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("container output lacks %q:\n%s", want, out)
+			}
+		}
+	})
+
 	t.Run("stopping and restarting k1s leaves containers running", func(t *testing.T) {
 		before := framework.WaitPod(t, c, "default", "two", 10*time.Second, "running", framework.Running)
 		s.Stop(t)

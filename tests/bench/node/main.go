@@ -271,4 +271,3 @@ func shimPids(_ int) []int {
 	}
 	return out
 }
-

@@ -45,10 +45,13 @@ func (p *podWorkers) Update(pod *corev1.Pod) {
 		p.wg.Add(1)
 		go p.run(pod.UID, w)
 	}
-	p.mu.Unlock()
+	// pending is set under p.mu: a worker that is deciding to exit (which
+	// holds p.mu while it looks at pending) either sees this pod or has
+	// already left the map, in which case a new worker was started above.
 	w.mu.Lock()
 	w.pending = pod
 	w.mu.Unlock()
+	p.mu.Unlock()
 	select {
 	case w.wake <- struct{}{}:
 	default:

@@ -27,6 +27,7 @@ import (
 	"github.com/k1s/k1s/agent/pleg"
 	"github.com/k1s/k1s/agent/pods"
 	"github.com/k1s/k1s/agent/podstatus"
+	"github.com/k1s/k1s/agent/prober"
 	"github.com/k1s/k1s/agent/status"
 )
 
@@ -78,6 +79,7 @@ type Agent struct {
 	statuses *status.Manager
 	pods     *pods.Manager
 	pleg     *pleg.PLEG
+	prober   *prober.Manager
 	workers  *podWorkers
 
 	ready chan struct{}
@@ -133,6 +135,7 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 	a.pods = pods.NewManager(cfg.NodeName, deps.Client)
 	a.statuses = status.New(deps.Client, a.pods.MirrorUID, deps.Clock)
 	a.pleg = pleg.New(a.runtime, time.Second, deps.Clock)
+	a.prober = prober.New(deps.Runtime, a.recorder, deps.Clock)
 	return a, nil
 }
 
@@ -197,6 +200,10 @@ func (a *Agent) syncLoop(ctx context.Context) {
 			if pod, ok := a.pods.Get(ev.UID); ok {
 				a.workers.Update(pod)
 			}
+		case uid := <-a.prober.Updates():
+			if pod, ok := a.pods.Get(uid); ok {
+				a.workers.Update(pod)
+			}
 		case <-housekeeping.C():
 			a.housekeeping(ctx)
 		}
@@ -236,7 +243,7 @@ func (a *Agent) syncPod(ctx context.Context, pod *corev1.Pod) (time.Duration, bo
 			waiting[c.Name] = kuberuntime.Waiting{Reason: kuberuntime.ReasonContainerCreating}
 		}
 	} else {
-		res := a.runtime.SyncPod(ctx, pod, rs, volumes, nil)
+		res := a.runtime.SyncPod(ctx, pod, rs, volumes, a.prober.LivenessFailed(pod.UID, runningIDs(rs)))
 		waiting = res.Waiting
 		if res.Err != nil {
 			logger.V(2).Info("Pod sync incomplete", "err", res.Err)
@@ -247,6 +254,7 @@ func (a *Agent) syncPod(ctx context.Context, pod *corev1.Pod) (time.Duration, bo
 	}
 	st := a.generateStatus(pod, rs, waiting, false)
 	a.statuses.SetPodStatus(pod, st)
+	a.prober.Sync(ctx, pod, st.PodIP, runningIDs(rs))
 	if st.Phase == corev1.PodSucceeded || st.Phase == corev1.PodFailed {
 		// Release the pod's network and other sandbox resources.
 		if err := a.runtime.KillPod(ctx, pod, rs, nil); err != nil {
@@ -265,6 +273,19 @@ func (a *Agent) setUpVolumes(ctx context.Context, pod *corev1.Pod) (map[string]s
 		return nil, nil
 	}
 	return a.deps.Volumes.SetUpPod(ctx, pod)
+}
+
+// runningIDs maps container names to their running instance's ID.
+func runningIDs(rs *kuberuntime.PodStatus) map[string]string {
+	out := map[string]string{}
+	for _, c := range rs.Containers {
+		if c.State == kuberuntime.StateRunning {
+			if _, seen := out[c.Name]; !seen {
+				out[c.Name] = c.ID
+			}
+		}
+	}
+	return out
 }
 
 func running(rs *kuberuntime.PodStatus) bool {
@@ -315,6 +336,7 @@ func (a *Agent) terminatePod(ctx context.Context, pod *corev1.Pod, removed bool)
 			return 2 * time.Second, false
 		}
 	}
+	a.prober.RemovePod(pod.UID)
 	if removed || pods.IsStatic(pod) {
 		a.statuses.Forget(pod.UID)
 	} else {
@@ -333,7 +355,14 @@ func (a *Agent) generateStatus(pod *corev1.Pod, rs *kuberuntime.PodStatus, waiti
 	for _, ip := range a.cfg.NodeIPs {
 		hostIPs = append(hostIPs, ip.String())
 	}
+	names := map[string]string{}
+	for _, c := range rs.Containers {
+		names[c.ID] = c.Name
+	}
+	uid := pod.UID
 	return podstatus.Generate(pod, rs, podstatus.Inputs{
+		Ready:              func(id string) (bool, bool) { return a.prober.Ready(uid, names[id], id) },
+		Started:            func(id string) (bool, bool) { return a.prober.Started(uid, names[id], id) },
 		Waiting:            waiting,
 		TerminationMessage: kuberuntime.TerminationMessage,
 		HostIPs:            hostIPs,

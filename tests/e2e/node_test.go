@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -349,6 +350,38 @@ spec:
 			if !strings.Contains(out, want) {
 				t.Errorf("container output lacks %q:\n%s", want, out)
 			}
+		}
+	})
+
+	t.Run("readiness and liveness probes", func(t *testing.T) {
+		probe := func(path string) *corev1.Probe {
+			return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: path, Port: intstr.FromInt32(8080)}},
+				PeriodSeconds: 1, FailureThreshold: 2}
+		}
+		ready := newPod("ready-later", corev1.Container{Name: "web", Image: testapp, ImagePullPolicy: corev1.PullNever,
+			Args: []string{"-ready-after", "4"}, ReadinessProbe: probe("/ready")})
+		create(t, c, ready)
+		p := framework.WaitPod(t, c, "default", "ready-later", 60*time.Second, "running", framework.Running)
+		if p.Status.ContainerStatuses[0].Ready && time.Since(p.Status.StartTime.Time) < 3*time.Second {
+			t.Errorf("container Ready before its readiness probe could pass")
+		}
+		framework.WaitPod(t, c, "default", "ready-later", 30*time.Second, "Ready", func(p *corev1.Pod) bool {
+			for _, cond := range p.Status.Conditions {
+				if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue {
+					return true
+				}
+			}
+			return false
+		})
+
+		sick := newPod("sick", corev1.Container{Name: "web", Image: testapp, ImagePullPolicy: corev1.PullNever,
+			Args: []string{"-fail-health"}, LivenessProbe: probe("/healthz")})
+		create(t, c, sick)
+		got := framework.WaitPod(t, c, "default", "sick", 60*time.Second, "restarted by its liveness probe", func(p *corev1.Pod) bool {
+			return len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].RestartCount >= 1
+		})
+		if lt := got.Status.ContainerStatuses[0].LastTerminationState.Terminated; lt == nil {
+			t.Errorf("no lastState after a liveness restart: %+v", got.Status.ContainerStatuses[0])
 		}
 	})
 

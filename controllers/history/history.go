@@ -24,6 +24,8 @@ import (
 	appslisters "k8s.io/client-go/listers/apps/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/k1s/k1s/controllers/controllerutil"
 )
 
 // HashLabel is the label every revision made by NewRevision carries: the
@@ -306,29 +308,11 @@ func (h *apiHistory) Delete(ctx context.Context, rev *appsv1.ControllerRevision)
 	return nil
 }
 
-// ownerPatch is the strategic merge patch body Adopt and Release send; the
-// uid makes the apiserver refuse it for a recreated revision.
-type ownerPatch struct {
-	Metadata ownerPatchMeta `json:"metadata"`
-}
-
-type ownerPatchMeta struct {
-	OwnerReferences []map[string]any `json:"ownerReferences"`
-	UID             types.UID        `json:"uid"`
-}
-
 func (h *apiHistory) Adopt(ctx context.Context, parent metav1.Object, kind schema.GroupVersionKind, rev *appsv1.ControllerRevision) (*appsv1.ControllerRevision, error) {
 	if ref := metav1.GetControllerOfNoCopy(rev); ref != nil {
 		return nil, fmt.Errorf("adopt controller revision %s/%s: already controlled by %s %s", rev.Namespace, rev.Name, ref.Kind, ref.Name)
 	}
-	body, err := json.Marshal(ownerPatch{Metadata: ownerPatchMeta{UID: rev.UID, OwnerReferences: []map[string]any{{
-		"apiVersion":         kind.GroupVersion().String(),
-		"kind":               kind.Kind,
-		"name":               parent.GetName(),
-		"uid":                parent.GetUID(),
-		"controller":         true,
-		"blockOwnerDeletion": true,
-	}}}})
+	body, err := controllerutil.OwnerRefPatch(parent, kind, rev.UID)
 	if err != nil {
 		return nil, err
 	}
@@ -340,10 +324,7 @@ func (h *apiHistory) Adopt(ctx context.Context, parent metav1.Object, kind schem
 }
 
 func (h *apiHistory) Release(ctx context.Context, parent metav1.Object, rev *appsv1.ControllerRevision) (*appsv1.ControllerRevision, error) {
-	body, err := json.Marshal(ownerPatch{Metadata: ownerPatchMeta{UID: rev.UID, OwnerReferences: []map[string]any{{
-		"$patch": "delete",
-		"uid":    parent.GetUID(),
-	}}}})
+	body, err := controllerutil.DeleteOwnerRefPatch(rev.UID, []types.UID{parent.GetUID()})
 	if err != nil {
 		return nil, err
 	}

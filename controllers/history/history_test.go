@@ -3,7 +3,6 @@ package history
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -333,106 +332,5 @@ func TestAdoptRelease(t *testing.T) {
 	gone := revision("gone", 1, `{"d":"a"}`, nil, web)
 	if got, err := h.Release(context.Background(), web, gone); err != nil || got != nil {
 		t.Errorf("release of a missing revision = %v, %v; want nil, nil", got, err)
-	}
-}
-
-func TestClaim(t *testing.T) {
-	web := parent("web", "u1")
-	other := parent("db", "u2")
-	sel := labels.SelectorFromSet(labels.Set{"app": "web"})
-	deleting := web.DeepCopy()
-	now := metav1.Now()
-	deleting.DeletionTimestamp = &now
-	tests := []struct {
-		name        string
-		parent      *appsv1.StatefulSet
-		revs        []*appsv1.ControllerRevision
-		canAdopt    error
-		wantClaimed []string
-		wantVerbs   []string // patch actions: "adopt <name>" / "release <name>"
-		wantErr     bool
-	}{
-		{
-			name:        "owned and matching is claimed without requests",
-			parent:      web,
-			revs:        []*appsv1.ControllerRevision{revision("a", 1, `{"d":"x"}`, map[string]string{"app": "web"}, web)},
-			wantClaimed: []string{"a"},
-		},
-		{
-			name:      "owned but not matching is released",
-			parent:    web,
-			revs:      []*appsv1.ControllerRevision{revision("a", 1, `{"d":"x"}`, map[string]string{"app": "no"}, web)},
-			wantVerbs: []string{"release a"},
-		},
-		{
-			name:   "owned but not matching is kept while parent is deleted",
-			parent: deleting,
-			revs:   []*appsv1.ControllerRevision{revision("a", 1, `{"d":"x"}`, map[string]string{"app": "no"}, web)},
-		},
-		{
-			name:        "matching orphan is adopted",
-			parent:      web,
-			revs:        []*appsv1.ControllerRevision{revision("o", 1, `{"d":"x"}`, map[string]string{"app": "web"}, nil)},
-			wantClaimed: []string{"o"},
-			wantVerbs:   []string{"adopt o"},
-		},
-		{
-			name:   "non-matching orphan and another controller's revision are ignored",
-			parent: web,
-			revs: []*appsv1.ControllerRevision{
-				revision("o", 1, `{"d":"x"}`, map[string]string{"app": "no"}, nil),
-				revision("d", 1, `{"d":"x"}`, map[string]string{"app": "web"}, other),
-			},
-		},
-		{
-			name:     "no adoption when the recheck fails",
-			parent:   web,
-			revs:     []*appsv1.ControllerRevision{revision("o", 1, `{"d":"x"}`, map[string]string{"app": "web"}, nil)},
-			canAdopt: errors.New("web has just been deleted"),
-			wantErr:  true,
-		},
-		{
-			name:   "no adoption by a parent being deleted",
-			parent: deleting,
-			revs:   []*appsv1.ControllerRevision{revision("o", 1, `{"d":"x"}`, map[string]string{"app": "web"}, nil)},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			h, client := newHistory(t, tt.revs...)
-			calls := 0
-			got, err := Claim(context.Background(), h, tt.parent, setKind, sel, func(context.Context) error {
-				calls++
-				return tt.canAdopt
-			}, tt.revs)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
-			}
-			var names []string
-			for _, r := range got {
-				names = append(names, r.Name)
-			}
-			if !reflect.DeepEqual(names, tt.wantClaimed) {
-				t.Errorf("claimed = %v, want %v", names, tt.wantClaimed)
-			}
-			var verbs []string
-			for _, a := range client.Actions() {
-				p, ok := a.(clienttesting.PatchAction)
-				if !ok {
-					continue
-				}
-				if strings.Contains(string(p.GetPatch()), `"$patch":"delete"`) {
-					verbs = append(verbs, "release "+p.GetName())
-				} else {
-					verbs = append(verbs, "adopt "+p.GetName())
-				}
-			}
-			if !reflect.DeepEqual(verbs, tt.wantVerbs) {
-				t.Errorf("requests = %v, want %v", verbs, tt.wantVerbs)
-			}
-			if calls > 1 {
-				t.Errorf("canAdopt called %d times, want at most once", calls)
-			}
-		})
 	}
 }

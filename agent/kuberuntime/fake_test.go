@@ -347,10 +347,19 @@ func (f *fakeRuntime) ContainerStatus(_ context.Context, id string, _ bool) (*ru
 	}
 	return &runtimeapi.ContainerStatusResponse{Status: &runtimeapi.ContainerStatus{
 		Id: id, Metadata: c.cfg.Metadata, State: c.state, CreatedAt: c.createdAt, StartedAt: c.startedAt,
-		FinishedAt: c.finishedAt, ExitCode: c.exitCode, Reason: c.reason, Image: c.cfg.Image,
+		FinishedAt: c.finishedAt, ExitCode: c.exitCode, Reason: c.reason, Image: statusImage(c.cfg.Image),
 		ImageRef: c.cfg.Image.GetImage(), Labels: c.cfg.Labels, Annotations: c.cfg.Annotations,
 		Mounts: c.cfg.Mounts, LogPath: c.logPath,
 	}}, nil
+}
+
+// statusImage is what containerd reports as a container's image: the
+// image's tag (here the name the container was created for), not the ID.
+func statusImage(spec *runtimeapi.ImageSpec) *runtimeapi.ImageSpec {
+	if u := spec.GetUserSpecifiedImage(); u != "" {
+		return &runtimeapi.ImageSpec{Image: u}
+	}
+	return spec
 }
 
 func (f *fakeRuntime) ExecSync(_ context.Context, id string, cmd []string, timeout time.Duration) ([]byte, []byte, error) {

@@ -145,8 +145,8 @@ func TestSyncPodHostNetwork(t *testing.T) {
 		t.Fatal(res.Err)
 	}
 	sb := te.rt.sandboxes["sb-web-0"]
-	if sb.cfg.Hostname != "node1-host" {
-		t.Errorf("hostname = %q, want the node's", sb.cfg.Hostname)
+	if sb.cfg.Hostname != "" {
+		t.Errorf("hostname = %q, want none (the node's UTS namespace)", sb.cfg.Hostname)
 	}
 	ns := sb.cfg.Linux.SecurityContext.NamespaceOptions
 	if ns.Network != runtimeapi.NamespaceMode_NODE || ns.Pid != runtimeapi.NamespaceMode_NODE || ns.Ipc != runtimeapi.NamespaceMode_POD {

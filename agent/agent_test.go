@@ -1,0 +1,354 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"net"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/kubernetes/fake"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	"github.com/k1s/k1s/agent/kuberuntime"
+	"github.com/k1s/k1s/agent/volume"
+)
+
+// fakeVolumes records what the agent asked of its volume manager.
+type fakeVolumes struct {
+	mu       sync.Mutex
+	setUp    []types.UID
+	torn     []types.UID
+	setUpErr error
+}
+
+func (v *fakeVolumes) Mounts(*corev1.Pod, *corev1.Container, map[string]string, volume.ContainerOptions) ([]*runtimeapi.Mount, error) {
+	return nil, nil
+}
+
+func (v *fakeVolumes) SetUpPod(_ context.Context, pod *corev1.Pod) (map[string]string, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.setUp = append(v.setUp, pod.UID)
+	if v.setUpErr != nil {
+		return nil, v.setUpErr
+	}
+	return map[string]string{}, nil
+}
+
+func (v *fakeVolumes) TearDownPod(_ context.Context, uid types.UID) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.torn = append(v.torn, uid)
+	return nil
+}
+
+func (v *fakeVolumes) CleanupOrphans(context.Context, sets.Set[types.UID]) error { return nil }
+
+type testAgent struct {
+	a      *Agent
+	client *fake.Clientset
+	rt     *fakeRuntime
+	vols   *fakeVolumes
+	clock  *testingclock.FakeClock
+}
+
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func newTestAgent(t *testing.T) *testAgent {
+	t.Helper()
+	clk := testingclock.NewFakeClock(t0)
+	ta := &testAgent{client: fake.NewClientset(), rt: newFakeRuntime(clk), vols: &fakeVolumes{}, clock: clk}
+	images := newFakeImages("k1s.local/busybox:1.36")
+	a, err := New(Config{
+		NodeName: "node1", NodeIPs: []net.IP{net.ParseIP("192.168.5.10")},
+		RuntimeEndpoint: "unix:///run/fake.sock", DataDir: t.TempDir(),
+	}, Deps{Client: ta.client, Runtime: ta.rt, Images: images, Volumes: ta.vols, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The agent's runtime manager logs under /var/log/pods; give it a
+	// private directory instead.
+	a.runtime, err = kuberuntime.New(kuberuntime.Config{
+		NodeName: "node1", NodeIPs: []net.IP{net.ParseIP("192.168.5.10")},
+		PodLogsDir: t.TempDir(), ResolvConf: filepath.Join(t.TempDir(), "none"),
+	}, ta.rt, images, ta.vols, nil, a.recorder, clk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta.a = a
+	return ta
+}
+
+func apiPod(policy corev1.RestartPolicy, image string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid-1"},
+		Spec: corev1.PodSpec{
+			NodeName: "node1", RestartPolicy: policy, DNSPolicy: corev1.DNSClusterFirst,
+			Containers: []corev1.Container{{Name: "app", Image: image, ImagePullPolicy: corev1.PullNever}},
+		},
+	}
+}
+
+func (ta *testAgent) status(t *testing.T, uid types.UID) corev1.PodStatus {
+	t.Helper()
+	st, ok := ta.a.statuses.GetPodStatus(uid)
+	if !ok {
+		t.Fatalf("no status for %s", uid)
+	}
+	return st
+}
+
+func (ta *testAgent) containerID(t *testing.T) string {
+	t.Helper()
+	ta.rt.mu.Lock()
+	defer ta.rt.mu.Unlock()
+	for id := range ta.rt.containers {
+		return id
+	}
+	t.Fatal("no container")
+	return ""
+}
+
+func TestSyncPodRunsANewPod(t *testing.T) {
+	ta := newTestAgent(t)
+	pod := apiPod(corev1.RestartPolicyAlways, "k1s.local/busybox:1.36")
+	ta.a.pods.SetAPIPod(pod)
+	// The worker may hold an older copy: the pod manager's is synced.
+	stale := pod.DeepCopy()
+	stale.Spec.Containers[0].Image = "k1s.local/old:1"
+
+	requeue, finished := ta.a.syncPod(context.Background(), stale)
+	if requeue != 30*time.Second || finished {
+		t.Errorf("syncPod = %v, %v; want 30s, not finished", requeue, finished)
+	}
+	if len(ta.vols.setUp) != 1 || ta.vols.setUp[0] != "uid-1" {
+		t.Errorf("volumes set up for %v", ta.vols.setUp)
+	}
+	st := ta.status(t, "uid-1")
+	if st.Phase != corev1.PodRunning || st.PodIP != "10.42.0.7" || st.HostIP != "192.168.5.10" {
+		t.Errorf("status phase %s pod IP %q host IP %q", st.Phase, st.PodIP, st.HostIP)
+	}
+	cs := st.ContainerStatuses[0]
+	if cs.State.Running == nil || !cs.Ready || cs.Image != "k1s.local/busybox:1.36" || !strings.HasPrefix(cs.ContainerID, "containerd://") {
+		t.Errorf("container status = %+v", cs)
+	}
+	if st.StartTime == nil || !st.StartTime.Time.Equal(t0) {
+		t.Errorf("start time = %v", st.StartTime)
+	}
+}
+
+func TestSyncPodRequeuesSoonWhileWaiting(t *testing.T) {
+	tests := []struct {
+		name       string
+		setUpErr   error
+		image      string
+		wantReason string
+		wantRunPod bool
+	}{
+		{name: "volumes not ready", setUpErr: errors.New("configmap cfg not found"), image: "k1s.local/busybox:1.36", wantReason: kuberuntime.ReasonContainerCreating},
+		{name: "image never pulled", image: "k1s.local/absent:1", wantReason: kuberuntime.ReasonErrImageNeverPull, wantRunPod: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			ta := newTestAgent(t)
+			ta.vols.setUpErr = tt.setUpErr
+			pod := apiPod(corev1.RestartPolicyAlways, tt.image)
+			ta.a.pods.SetAPIPod(pod)
+			requeue, finished := ta.a.syncPod(context.Background(), pod)
+			if requeue != 2*time.Second || finished {
+				t.Errorf("syncPod = %v, %v; want 2s", requeue, finished)
+			}
+			st := ta.status(t, pod.UID)
+			w := st.ContainerStatuses[0].State.Waiting
+			if st.Phase != corev1.PodPending || w == nil || w.Reason != tt.wantReason {
+				t.Errorf("phase %s, waiting %+v; want Pending and %s", st.Phase, w, tt.wantReason)
+			}
+			if got := ta.rt.callsOf("RunPodSandbox") > 0; got != tt.wantRunPod {
+				t.Errorf("sandbox created = %v, want %v", got, tt.wantRunPod)
+			}
+		})
+	}
+}
+
+func TestSyncPodFinishedPodReleasesItsSandbox(t *testing.T) {
+	ta := newTestAgent(t)
+	pod := apiPod(corev1.RestartPolicyNever, "k1s.local/busybox:1.36")
+	ta.a.pods.SetAPIPod(pod)
+	ctx := context.Background()
+	ta.a.syncPod(ctx, pod)
+	ta.rt.exit(t, ta.containerID(t), 0)
+
+	requeue, finished := ta.a.syncPod(ctx, pod)
+	if requeue != 0 || finished {
+		t.Errorf("syncPod = %v, %v; want 0, not finished (the API object stays)", requeue, finished)
+	}
+	if st := ta.status(t, pod.UID); st.Phase != corev1.PodSucceeded {
+		t.Fatalf("phase = %s, want Succeeded", st.Phase)
+	}
+	for id, sb := range ta.rt.sandboxes {
+		if sb.state != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+			t.Errorf("sandbox %s of a finished pod still ready", id)
+		}
+	}
+	ta.rt.resetCalls()
+	if requeue, _ := ta.a.syncPod(ctx, pod); requeue != 0 {
+		t.Errorf("finished pod requeued after %v", requeue)
+	}
+	for _, call := range []string{"RunPodSandbox", "CreateContainer", "StartContainer"} {
+		if n := ta.rt.callsOf(call); n != 0 {
+			t.Errorf("a finished pod ran again: %s × %d", call, n)
+		}
+	}
+}
+
+func TestTerminateDeletedPod(t *testing.T) {
+	ta := newTestAgent(t)
+	pod := apiPod(corev1.RestartPolicyAlways, "k1s.local/busybox:1.36")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ta.a.pods.SetAPIPod(pod)
+	ta.a.syncPod(ctx, pod)
+	id := ta.containerID(t)
+
+	deleting := pod.DeepCopy()
+	now := metav1.NewTime(t0)
+	deleting.DeletionTimestamp = &now
+	deleting.DeletionGracePeriodSeconds = ptr.To[int64](10)
+	if _, err := ta.client.CoreV1().Pods("shop").Create(ctx, deleting, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	ta.a.pods.SetAPIPod(deleting)
+
+	requeue, finished := ta.a.syncPod(ctx, deleting)
+	if requeue != 0 || !finished {
+		t.Fatalf("syncPod = %v, %v; want the worker finished", requeue, finished)
+	}
+	if got, ok := ta.rt.stops[id]; !ok || got != 10 {
+		t.Errorf("container stopped with %d (stopped %v), want the deletion grace 10", got, ok)
+	}
+	if len(ta.rt.containers) != 0 || len(ta.rt.sandboxes) != 0 {
+		t.Errorf("left in the runtime: %d containers, %d sandboxes", len(ta.rt.containers), len(ta.rt.sandboxes))
+	}
+	if len(ta.vols.torn) != 1 || ta.vols.torn[0] != pod.UID {
+		t.Errorf("volumes torn down for %v", ta.vols.torn)
+	}
+	st := ta.status(t, pod.UID)
+	if st.Phase != corev1.PodFailed || st.ContainerStatuses[0].State.Terminated == nil {
+		t.Errorf("final status phase %s, container %+v; want Failed with the container terminated", st.Phase, st.ContainerStatuses[0].State)
+	}
+
+	// The status manager writes the final status, then removes the object.
+	go func() { _ = ta.a.statuses.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := ta.client.CoreV1().Pods("shop").Get(ctx, "web", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pod not deleted from the API: %v", err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestTerminatePodGoneFromTheAPI(t *testing.T) {
+	ta := newTestAgent(t)
+	pod := apiPod(corev1.RestartPolicyAlways, "k1s.local/busybox:1.36")
+	ctx := context.Background()
+	ta.a.pods.SetAPIPod(pod)
+	ta.a.syncPod(ctx, pod)
+	id := ta.containerID(t)
+	ta.a.pods.DeleteAPIPod(pod)
+
+	requeue, finished := ta.a.syncPod(ctx, pod)
+	if requeue != 0 || !finished {
+		t.Fatalf("syncPod = %v, %v; want finished", requeue, finished)
+	}
+	if got := ta.rt.stops[id]; got != 30 {
+		t.Errorf("stopped with %ds, want the default 30", got)
+	}
+	if len(ta.rt.containers) != 0 || len(ta.rt.sandboxes) != 0 {
+		t.Errorf("left in the runtime")
+	}
+	if _, ok := ta.a.statuses.GetPodStatus(pod.UID); ok {
+		t.Errorf("status kept for a pod gone from the API")
+	}
+	for _, a := range ta.client.Actions() {
+		if a.GetResource().Resource == "pods" {
+			t.Errorf("API call for a pod already gone: %s", a.GetVerb())
+		}
+	}
+}
+
+func TestTerminateRetriesOnRuntimeErrors(t *testing.T) {
+	ta := newTestAgent(t)
+	pod := apiPod(corev1.RestartPolicyAlways, "k1s.local/busybox:1.36")
+	ctx := context.Background()
+	ta.a.pods.SetAPIPod(pod)
+	ta.a.syncPod(ctx, pod)
+	ta.a.pods.DeleteAPIPod(pod)
+	for _, method := range []string{"ListPodSandbox", "StopContainer", "RemovePodSandbox"} {
+		ta.rt.inject(method, errors.New("runtime busy"))
+		if requeue, finished := ta.a.syncPod(ctx, pod); requeue != 2*time.Second || finished {
+			t.Errorf("%s failing: syncPod = %v, %v; want a retry in 2s", method, requeue, finished)
+		}
+	}
+	if requeue, finished := ta.a.syncPod(ctx, pod); requeue != 0 || !finished {
+		t.Errorf("after recovery: %v, %v", requeue, finished)
+	}
+}
+
+func TestHealth(t *testing.T) {
+	ta := newTestAgent(t)
+	h := &health{a: ta.a}
+	ctx := context.Background()
+	ta.rt.conditions = []*runtimeapi.RuntimeCondition{
+		{Type: runtimeapi.RuntimeReady, Status: true},
+		{Type: runtimeapi.NetworkReady, Status: false, Reason: "NetworkPluginNotReady", Message: "cni config uninitialized\n"},
+	}
+	if err := h.RuntimeReady(ctx); err != nil {
+		t.Errorf("RuntimeReady = %v", err)
+	}
+	if err := h.NetworkReady(); err == nil || err.Error() != "NetworkReady=false reason:NetworkPluginNotReady message:cni config uninitialized" {
+		t.Errorf("NetworkReady = %v", err)
+	}
+	ta.rt.conditions = []*runtimeapi.RuntimeCondition{{Type: runtimeapi.RuntimeReady, Status: false, Reason: "Broken", Message: "shim gone"}}
+	if err := h.RuntimeReady(ctx); err == nil || err.Error() != "Broken: shim gone" {
+		t.Errorf("RuntimeReady = %v", err)
+	}
+	if err := h.NetworkReady(); err != nil {
+		t.Errorf("NetworkReady without a condition = %v", err)
+	}
+	ta.rt.inject("Status", errors.New("connection refused"))
+	if err := h.RuntimeReady(ctx); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("RuntimeReady with the runtime away = %v", err)
+	}
+	if v := h.RuntimeVersion(ctx); v != "containerd://2.4.2" {
+		t.Errorf("RuntimeVersion = %q", v)
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	_, err := New(Config{}, Deps{})
+	for _, flag := range []string{"--node-name", "--node-ip", "--container-runtime-endpoint"} {
+		if err == nil || !strings.Contains(err.Error(), flag) {
+			t.Errorf("New(empty) = %v, want an error naming %s", err, flag)
+		}
+	}
+	_, err = New(Config{NodeName: "n", NodeIPs: []net.IP{net.ParseIP("10.0.0.1")}, RuntimeEndpoint: "unix:///x", DataDir: t.TempDir()}, Deps{})
+	if err == nil || !strings.Contains(err.Error(), "required") {
+		t.Errorf("New without deps = %v", err)
+	}
+}

@@ -20,8 +20,11 @@ func TestControllerExpectations(t *testing.T) {
 	}{
 		{name: "no record", do: func(*ControllerExpectations, *clocktesting.FakeClock) {}, wantSatisfied: true},
 		{
-			name:       "creations outstanding",
-			do:         func(e *ControllerExpectations, _ *clocktesting.FakeClock) { e.ExpectCreations(key, 2); e.CreationObserved(key) },
+			name: "creations outstanding",
+			do: func(e *ControllerExpectations, _ *clocktesting.FakeClock) {
+				e.ExpectCreations(key, 2)
+				e.CreationObserved(key)
+			},
 			wantAdd:    1,
 			wantRecord: true,
 		},

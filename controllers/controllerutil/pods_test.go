@@ -42,7 +42,9 @@ func cost(c string) podOpt {
 	return func(p *corev1.Pod) { p.Annotations = map[string]string{PodDeletionCostAnnotation: c} }
 }
 func restarts(n int32) podOpt {
-	return func(p *corev1.Pod) { p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", RestartCount: n}} }
+	return func(p *corev1.Pod) {
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", RestartCount: n}}
+	}
 }
 func sidecarRestarts(n int32) podOpt {
 	return func(p *corev1.Pod) {

@@ -51,8 +51,9 @@ const (
 )
 
 const (
-	// nodeNameIndex indexes pods by spec.nodeName.
-	nodeNameIndex = "daemonset-spec.nodeName"
+	// nodeNameIndex indexes daemon pods by the node they are for: their
+	// spec.nodeName, or before binding the node their affinity requires.
+	nodeNameIndex = "daemonset-target-node"
 	// statusUpdateRetries is how often a failed status write is retried
 	// within one sync, after reading the DaemonSet afresh.
 	statusUpdateRetries = 1
@@ -191,10 +192,17 @@ func addNodeNameIndex(inf cache.SharedIndexInformer) error {
 	}
 	err := inf.AddIndexers(cache.Indexers{nodeNameIndex: func(obj any) ([]string, error) {
 		pod, ok := obj.(*corev1.Pod)
-		if !ok || pod.Spec.NodeName == "" {
+		if !ok {
 			return nil, nil
 		}
-		return []string{pod.Spec.NodeName}, nil
+		if ref := metav1.GetControllerOfNoCopy(pod); ref == nil || ref.Kind != controllerKind.Kind {
+			return nil, nil
+		}
+		node, err := targetNode(pod)
+		if err != nil {
+			return nil, nil
+		}
+		return []string{node}, nil
 	}})
 	if err != nil {
 		if _, ok := inf.GetIndexer().GetIndexers()[nodeNameIndex]; ok {
@@ -530,6 +538,8 @@ func (c *Controller) syncNode(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("list daemon sets: %w", err)
 	}
+	// Pods not yet bound count too: the node may have become ineligible
+	// before the scheduler bound them.
 	objs, err := c.podIndexer.ByIndex(nodeNameIndex, name)
 	if err != nil {
 		return fmt.Errorf("pods on node %s: %w", name, err)

@@ -30,6 +30,7 @@ type fakeVolumes struct {
 	setUp    []types.UID
 	torn     []types.UID
 	setUpErr error
+	active   []sets.Set[types.UID]
 }
 
 func (v *fakeVolumes) Mounts(*corev1.Pod, *corev1.Container, map[string]string, volume.ContainerOptions) ([]*runtimeapi.Mount, error) {
@@ -53,7 +54,12 @@ func (v *fakeVolumes) TearDownPod(_ context.Context, uid types.UID) error {
 	return nil
 }
 
-func (v *fakeVolumes) CleanupOrphans(context.Context, sets.Set[types.UID]) error { return nil }
+func (v *fakeVolumes) CleanupOrphans(_ context.Context, active sets.Set[types.UID]) error {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.active = append(v.active, active.Clone())
+	return nil
+}
 
 type testAgent struct {
 	a      *Agent
@@ -351,4 +357,129 @@ func TestNewValidates(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "required") {
 		t.Errorf("New without deps = %v", err)
 	}
+}
+
+func TestHousekeepingStopsOrphans(t *testing.T) {
+	ta := newTestAgent(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	orphan := apiPod(corev1.RestartPolicyAlways, "k1s.local/busybox:1.36")
+	kept := apiPod(corev1.RestartPolicyAlways, "k1s.local/busybox:1.36")
+	kept.Name, kept.UID = "kept", "uid-kept"
+	// Both run; only one is still wanted (the other was deleted while the
+	// agent was away).
+	ta.a.pods.SetAPIPod(orphan)
+	ta.a.pods.SetAPIPod(kept)
+	ta.a.syncPod(ctx, orphan)
+	ta.a.syncPod(ctx, kept)
+	ta.a.pods.DeleteAPIPod(orphan)
+	ta.a.pleg.Relist(ctx)
+
+	ta.a.workers = newPodWorkers(ctx, ta.a.syncPod)
+	ta.a.housekeeping(ctx)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := ta.a.runtime.GetPodStatus(ctx, orphan.UID, orphan.Name, orphan.Namespace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st.Containers) == 0 && len(st.Sandboxes) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("orphan still in the runtime: %+v", st)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if st, _ := ta.a.runtime.GetPodStatus(ctx, kept.UID, kept.Name, kept.Namespace); len(st.Containers) != 1 || !st.Sandboxes[0].Ready {
+		t.Errorf("the wanted pod was touched: %+v", st)
+	}
+	// Volumes of running pods are not orphans, even when the pod is unknown.
+	ta.vols.mu.Lock()
+	active := ta.vols.active[0]
+	ta.vols.mu.Unlock()
+	if !active.Equal(sets.New[types.UID]("uid-1", "uid-kept")) {
+		t.Errorf("CleanupOrphans kept %v, want both running pods", sets.List(active))
+	}
+	cancel()
+	ta.a.workers.Wait()
+}
+
+// fakeNetwork records the pod CIDRs it was given.
+type fakeNetwork struct {
+	mu    sync.Mutex
+	cidrs []string
+	err   error
+}
+
+func (n *fakeNetwork) SetPodCIDR(cidr string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.cidrs = append(n.cidrs, cidr)
+	return n.err
+}
+
+func (n *fakeNetwork) last() (string, int) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if len(n.cidrs) == 0 {
+		return "", 0
+	}
+	return n.cidrs[len(n.cidrs)-1], len(n.cidrs)
+}
+
+func TestWatchNodeWritesTheNetworkConfig(t *testing.T) {
+	ta := newTestAgent(t)
+	netw := &fakeNetwork{err: errors.New("disk full")}
+	ta.a.deps.Network = netw
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1"}, Spec: corev1.NodeSpec{PodCIDR: "10.42.1.0/24"}}
+	if _, err := ta.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = ta.a.node.Run(ctx) }()
+	done := make(chan struct{})
+	go func() { _ = ta.a.watchNode(ctx); close(done) }()
+
+	// waitFor steps the fake clock (the 2s re-check) until cond holds.
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+			ta.clock.Step(2 * time.Second)
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+	// A failed write is retried.
+	waitFor("a retry after a failed write", func() bool { _, n := netw.last(); return n >= 2 })
+	netw.mu.Lock()
+	netw.err = nil
+	netw.mu.Unlock()
+	waitFor("the pod CIDR", func() bool {
+		ta.a.mu.Lock()
+		defer ta.a.mu.Unlock()
+		c, _ := netw.last()
+		return c == "10.42.1.0/24" && ta.a.podCIDR == "10.42.1.0/24"
+	})
+	_, writes := netw.last()
+	// An unchanged CIDR is not written again.
+	for i := 0; i < 5; i++ {
+		ta.clock.Step(2 * time.Second)
+		time.Sleep(2 * time.Millisecond)
+	}
+	if _, n := netw.last(); n != writes {
+		t.Errorf("unchanged CIDR written %d more times", n-writes)
+	}
+	node, _ = ta.client.CoreV1().Nodes().Get(ctx, "node1", metav1.GetOptions{})
+	node.Spec.PodCIDR = "10.42.7.0/24"
+	if _, err := ta.client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor("the new pod CIDR", func() bool { c, _ := netw.last(); return c == "10.42.7.0/24" })
+	cancel()
+	<-done
 }

@@ -227,19 +227,9 @@ func (c *Controller) rollingUpdate(ctx context.Context, ds *appsv1.DaemonSet, no
 	return c.syncNodes(ctx, ds, deleteOld, append(replaceNodes, surgeNodes[:budget]...), hash)
 }
 
-// templatePatch is the revision data of ds: a strategic merge patch that
-// replaces spec.template with ds's, as JSON with sorted keys.
+// templatePatch is the revision data of ds.
 func templatePatch(ds *appsv1.DaemonSet) ([]byte, error) {
-	raw, err := json.Marshal(&ds.Spec.Template)
-	if err != nil {
-		return nil, fmt.Errorf("encode template: %w", err)
-	}
-	var tmpl map[string]any
-	if err := json.Unmarshal(raw, &tmpl); err != nil {
-		return nil, fmt.Errorf("decode template: %w", err)
-	}
-	tmpl["$patch"] = "replace"
-	return json.Marshal(map[string]any{"spec": map[string]any{"template": tmpl}})
+	return history.TemplatePatch(&ds.Spec.Template)
 }
 
 // Match reports whether rev records ds's current template.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/rand"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	"k8s.io/client-go/kubernetes"
@@ -125,6 +127,22 @@ func NewRevision(parent metav1.Object, kind schema.GroupVersionKind, templateLab
 	rev.Name = Name(parent.GetName(), hash)
 	rev.Labels[HashLabel] = hash
 	return rev
+}
+
+// TemplatePatch is the revision data the DaemonSet and StatefulSet
+// controllers record: a strategic merge patch that replaces spec.template
+// with template, as JSON with sorted keys (integers kept as integers).
+func TemplatePatch(template *corev1.PodTemplateSpec) ([]byte, error) {
+	raw, err := utiljson.Marshal(template)
+	if err != nil {
+		return nil, fmt.Errorf("encode pod template: %w", err)
+	}
+	var tmpl map[string]any
+	if err := utiljson.Unmarshal(raw, &tmpl); err != nil {
+		return nil, fmt.Errorf("decode pod template: %w", err)
+	}
+	tmpl["$patch"] = "replace"
+	return utiljson.Marshal(map[string]any{"spec": map[string]any{"template": tmpl}})
 }
 
 // Sort orders revisions by Revision, then creation time, then name.

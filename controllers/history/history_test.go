@@ -9,6 +9,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -334,3 +335,23 @@ func TestAdoptRelease(t *testing.T) {
 		t.Errorf("release of a missing revision = %v, %v; want nil, nil", got, err)
 	}
 }
+
+func TestTemplatePatch(t *testing.T) {
+	tmpl := &corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"b": "2", "a": "1"}},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptrTo[int64](12345678),
+			Containers:                    []corev1.Container{{Name: "c", Image: "img"}},
+		},
+	}
+	got, err := TemplatePatch(tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"spec":{"template":{"$patch":"replace","metadata":{"labels":{"a":"1","b":"2"}},"spec":{"containers":[{"image":"img","name":"c","resources":{}}],"terminationGracePeriodSeconds":12345678}}}}`
+	if string(got) != want {
+		t.Errorf("TemplatePatch =\n%s\nwant\n%s", got, want)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }

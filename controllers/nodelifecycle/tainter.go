@@ -46,13 +46,20 @@ type timedItem struct {
 	uid     string
 	added   time.Time
 	process time.Time
-	index   int
+	// seq orders items due at the same time first in, first out.
+	seq   uint64
+	index int
 }
 
 type itemHeap []*timedItem
 
 func (h itemHeap) Len() int           { return len(h) }
-func (h itemHeap) Less(i, j int) bool { return h[i].process.Before(h[j].process) }
+func (h itemHeap) Less(i, j int) bool {
+	if !h[i].process.Equal(h[j].process) {
+		return h[i].process.Before(h[j].process)
+	}
+	return h[i].seq < h[j].seq
+}
 func (h itemHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].index, h[j].index = i, j
@@ -81,6 +88,7 @@ type tainter struct {
 	byName  map[string]*timedItem // queued items
 	known   map[string]bool       // queued or handled, until removed
 	limiter *tokenBucket
+	seq     uint64
 }
 
 func newTainter(clk clock.PassiveClock, qps float32) *tainter {
@@ -95,7 +103,8 @@ func (t *tainter) add(name, uid string) bool {
 		return false
 	}
 	now := t.clock.Now()
-	it := &timedItem{name: name, uid: uid, added: now, process: now}
+	t.seq++
+	it := &timedItem{name: name, uid: uid, added: now, process: now, seq: t.seq}
 	heap.Push(&t.heap, it)
 	t.byName[name] = it
 	t.known[name] = true
@@ -127,7 +136,7 @@ func (t *tainter) queued() []string {
 	for len(items) > 0 {
 		best := 0
 		for i := range items {
-			if items[i].process.Before(items[best].process) {
+			if items.Less(i, best) {
 				best = i
 			}
 		}

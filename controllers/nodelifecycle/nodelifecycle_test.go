@@ -64,7 +64,9 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestComputeZoneState(t *testing.T) {
-	cond := func(s corev1.ConditionStatus) *corev1.NodeCondition { return &corev1.NodeCondition{Type: corev1.NodeReady, Status: s} }
+	cond := func(s corev1.ConditionStatus) *corev1.NodeCondition {
+		return &corev1.NodeCondition{Type: corev1.NodeReady, Status: s}
+	}
 	T, F, U := cond(corev1.ConditionTrue), cond(corev1.ConditionFalse), cond(corev1.ConditionUnknown)
 	tests := []struct {
 		name      string

@@ -53,7 +53,7 @@ type timedItem struct {
 
 type itemHeap []*timedItem
 
-func (h itemHeap) Len() int           { return len(h) }
+func (h itemHeap) Len() int { return len(h) }
 func (h itemHeap) Less(i, j int) bool {
 	if !h[i].process.Equal(h[j].process) {
 		return h[i].process.Before(h[j].process)

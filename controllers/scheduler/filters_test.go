@@ -36,7 +36,9 @@ func runFilterCases(t *testing.T, cases []filterCase) {
 	}
 }
 
-func one(n *corev1.Node, pods ...*corev1.Pod) []*nodeInfo { return []*nodeInfo{newNodeInfoWith(n, pods...)} }
+func one(n *corev1.Node, pods ...*corev1.Pod) []*nodeInfo {
+	return []*nodeInfo{newNodeInfoWith(n, pods...)}
+}
 
 func TestFilterNodeNameAndUnschedulable(t *testing.T) {
 	runFilterCases(t, []filterCase{
@@ -304,7 +306,9 @@ func TestFilterInterPodAffinity(t *testing.T) {
 	za := makeNode("a1", "8", "8Gi", nodeLabels("zone", "a"))
 	za2 := makeNode("a2", "8", "8Gi", nodeLabels("zone", "a"))
 	zb := makeNode("b1", "8", "8Gi", nodeLabels("zone", "b"))
-	db := func(opts ...podOpt) *corev1.Pod { return makePod("db", append([]podOpt{podLabels("app", "db")}, opts...)...) }
+	db := func(opts ...podOpt) *corev1.Pod {
+		return makePod("db", append([]podOpt{podLabels("app", "db")}, opts...)...)
+	}
 	runFilterCases(t, []filterCase{
 		{name: "affinity satisfied in the zone", nodes: []*nodeInfo{newNodeInfoWith(za), newNodeInfoWith(za2, db())},
 			pod: makePod("p", affinity(podAffinity(term("zone", "app", "db"))))},
@@ -355,7 +359,7 @@ func TestFilterInterPodAffinity(t *testing.T) {
 			ns:  fakeNS{"default": labels.Set{"team": "x"}},
 			pod: makePod("p", podLabels("app", "web")), want: existingHit},
 		{name: "unparsable selector", nodes: []*nodeInfo{newNodeInfoWith(za)},
-			pod: makePod("p", affinity(podAffinity(corev1.PodAffinityTerm{TopologyKey: "zone", LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Bogus"}}}}))),
+			pod:  makePod("p", affinity(podAffinity(corev1.PodAffinityTerm{TopologyKey: "zone", LabelSelector: &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "a", Operator: "Bogus"}}}}))),
 			want: `Unresolvable InterPodAffinity: [parsing pod: labelSelector: "Bogus" is not a valid label selector operator]`},
 	})
 }

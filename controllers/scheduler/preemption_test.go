@@ -97,9 +97,9 @@ func TestSelectVictims(t *testing.T) {
 			want: []string{"a", "c"},
 		},
 		{
-			name: "pods of equal or higher priority are never victims",
-			node: newNodeInfoWith(makeNode("n", "2", "4Gi"), low("a", 100, "1"), low("b", 200, "1")),
-			pod:  makePod("p", priority(100), requests("cpu", "1")),
+			name:   "pods of equal or higher priority are never victims",
+			node:   newNodeInfoWith(makeNode("n", "2", "4Gi"), low("a", 100, "1"), low("b", 200, "1")),
+			pod:    makePod("p", priority(100), requests("cpu", "1")),
 			status: "Unresolvable : [No preemption victims found for incoming pod]",
 		},
 		{

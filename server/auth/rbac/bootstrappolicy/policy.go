@@ -346,8 +346,11 @@ func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		clusterBinding("system:node-proxier", userSubjects(user.KubeProxy)...),
 		clusterBinding("system:kube-controller-manager", userSubjects(user.KubeControllerManager)...),
 		clusterBinding("system:kube-dns", saSubject("kube-system", "kube-dns")),
-		clusterBinding("system:kube-scheduler", userSubjects(user.KubeScheduler)...),
-		clusterBinding("system:volume-scheduler", userSubjects(user.KubeScheduler)...),
+		// k1s runs the scheduler in the controller manager, as the
+		// kube-system/kube-scheduler service account when controllers use
+		// their own credentials; it is bound alongside the upstream user.
+		clusterBinding("system:kube-scheduler", append(userSubjects(user.KubeScheduler), saSubject("kube-system", "kube-scheduler"))...),
+		clusterBinding("system:volume-scheduler", append(userSubjects(user.KubeScheduler), saSubject("kube-system", "kube-scheduler"))...),
 		// Kept without subjects: the node authorizer grants node permissions.
 		clusterBinding(NodeRoleName),
 		clusterBinding("system:service-account-issuer-discovery", groupSubjects(serviceaccount.AllServiceAccountsGroup)...),

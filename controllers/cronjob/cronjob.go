@@ -365,7 +365,8 @@ func (c *Controller) syncCronJob(ctx context.Context, cj *batchv1.CronJob, jobs 
 				return nil, changed, fmt.Errorf("get cronjob %s/%s: %w", cj.Namespace, cj.Name, err)
 			}
 			if inActive(fresh, j.UID) {
-				cj = fresh
+				// Go on from the apiserver's copy; the caller writes it.
+				*cj = *fresh
 				continue
 			}
 			c.recorder.Eventf(cj, corev1.EventTypeWarning, "UnexpectedJob", "Saw a job that the controller did not create or forgot: %s", j.Name)

@@ -621,3 +621,38 @@ func TestRunOnSchedule(t *testing.T) {
 		t.Error("Run did not return after cancel")
 	}
 }
+
+// TestSyncJobListedOnlyInAPI checks that a running Job missing from the
+// cached status.active but listed by the apiserver (a status write the
+// cache has not caught up with) is not reported as unexpected and stays
+// listed next to the Job started in the same sync.
+func TestSyncJobListedOnlyInAPI(t *testing.T) {
+	cj := newCronJob("*/1 * * * *", at(9, 0, 0))
+	cj.Status.LastScheduleTime = ptr.To(metav1.NewTime(at(9, 59, 0)))
+	f := newFixture(t, at(10, 0, 5), cj, []jobState{{name: "run"}})
+	fresh := cj.DeepCopy()
+	fresh.Status.Active = []corev1.ObjectReference{{Kind: "Job", Namespace: "ns", Name: "run", UID: "uid-run"}}
+	if err := f.client.Tracker().Update(batchv1.SchemeGroupVersion.WithResource("cronjobs"), fresh, "ns"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.c.sync(context.Background(), "ns/cj"); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range f.events() {
+		if strings.Contains(e, "UnexpectedJob") {
+			t.Errorf("event %q", e)
+		}
+	}
+	got, err := f.client.BatchV1().CronJobs("ns").Get(context.Background(), "cj", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The Job of 10:00 is added to the apiserver's list.
+	var active []string
+	for _, r := range got.Status.Active {
+		active = append(active, r.Name)
+	}
+	if want := []string{"run", fmt.Sprintf("cj-%d", at(10, 0, 0).Unix()/60)}; !slices.Equal(active, want) {
+		t.Errorf("active %v, want %v", active, want)
+	}
+}

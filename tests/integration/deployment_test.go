@@ -59,7 +59,7 @@ func depEnsureControllers(t *testing.T, s *framework.Server) {
 		t.Fatal(err)
 	}
 	var haveRS, haveDeploy bool
-	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 5*time.Second, true, func(ctx context.Context) (bool, error) {
 		if rs, err := c.AppsV1().ReplicaSets(ns).Get(ctx, "probe", metav1.GetOptions{}); err == nil && rs.Status.ObservedGeneration > 0 {
 			haveRS = true
 		}

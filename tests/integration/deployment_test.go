@@ -72,16 +72,21 @@ func depEnsureControllers(t *testing.T, s *framework.Server) {
 		t.Log("the server runs the replicaset and deployment controllers")
 		return
 	}
-	client := kubernetes.NewForConfigOrDie(s.RESTConfig(t))
-	factory := informers.NewSharedInformerFactory(client, 0)
+	// The informers list as the manager does (here: as admin); each
+	// controller acts as its service account, so its RBAC role is tested.
+	admin := kubernetes.NewForConfigOrDie(s.RESTConfig(t))
+	factory := informers.NewSharedInformerFactory(admin, 0)
+	asServiceAccount := func(name string) kubernetes.Interface {
+		return kubernetes.NewForConfigOrDie(s.UserConfig(t, "system:serviceaccount:kube-system:"+name, "system:serviceaccounts", "system:serviceaccounts:kube-system"))
+	}
 	broadcaster := record.NewBroadcaster()
-	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: admin.CoreV1().Events("")})
 	runCtx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	var runs []func(context.Context) error
 	if !haveRS {
 		t.Log("starting a replicaset controller in the test")
-		rsc, err := replicaset.New(client, factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(),
+		rsc, err := replicaset.New(asServiceAccount("replicaset-controller"), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(),
 			broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: replicaset.Name}), nil)
 		if err != nil {
 			t.Fatal(err)
@@ -90,7 +95,7 @@ func depEnsureControllers(t *testing.T, s *framework.Server) {
 	}
 	if !haveDeploy {
 		t.Log("starting a deployment controller in the test")
-		dc, err := deployment.New(client, factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(),
+		dc, err := deployment.New(asServiceAccount("deployment-controller"), factory.Apps().V1().Deployments(), factory.Apps().V1().ReplicaSets(), factory.Core().V1().Pods(),
 			broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: deployment.Name}), nil)
 		if err != nil {
 			t.Fatal(err)

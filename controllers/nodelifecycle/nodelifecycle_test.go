@@ -860,3 +860,28 @@ func TestRun(t *testing.T) {
 		t.Errorf("healthy node n2: Ready %s, taints %s", readyStatus(n), taintKeys(n))
 	}
 }
+
+// TestFullDisruptionLiftsTaintsTheCacheMisses: entering the all-zones
+// outage lifts NoExecute taints the node cache does not show yet.
+func TestFullDisruptionLiftsTaintsTheCacheMisses(t *testing.T) {
+	zones := map[string]int{"a": 2, "b": 2}
+	h := newHarness(t, DefaultConfig(), zoned(zones)...)
+	h.pass()
+	h.clock.Step(51 * time.Second)
+	h.refresh()
+	// Tainted a moment ago by a tainting pass; the cache lags.
+	n := h.node("b2")
+	n.Spec.Taints = []corev1.Taint{UnreachableTaint}
+	if _, err := h.client.CoreV1().Nodes().Update(h.ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.monitorNodeHealth(h.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := h.c.zoneStates[zoneKey("b")]; s != StateFullDisruption {
+		t.Fatalf("zone b = %s", s)
+	}
+	if got := taintKeys(h.node("b2")); got != "" {
+		t.Errorf("b2 taints = %s, want the NoExecute taint lifted", got)
+	}
+}

@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	nodetopology "k8s.io/component-helpers/node/topology"
 	"k8s.io/klog/v2"
 )
@@ -127,14 +128,24 @@ func (c *Controller) handleDisruption(ctx context.Context, zoneConditions map[st
 	switch {
 	case allFull:
 		logger.Info("Controller detected that all Nodes are not-Ready. Entering master disruption mode")
-		for _, n := range nodes {
-			if _, err := c.markReachable(ctx, n); err != nil {
-				logger.Error(err, "Removing NoExecute taints from node failed", "node", klog.KObj(n))
-			}
-		}
+		// Stop tainting first (setRate waits for a tainting pass in
+		// progress), then lift the taints as the apiserver has them: the
+		// cache may not show the latest ones yet.
 		for zone := range c.zoneStates {
 			c.tainter(zone).setRate(0)
 			c.zoneStates[zone] = StateFullDisruption
+		}
+		for _, n := range nodes {
+			fresh, err := c.client.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			if err == nil {
+				_, err = c.markReachable(ctx, fresh)
+			}
+			if err != nil {
+				logger.Error(err, "Removing NoExecute taints from node failed", "node", klog.KObj(n))
+			}
 		}
 	case allWereFull:
 		logger.Info("Controller detected that some Nodes are Ready. Exiting master disruption mode")

@@ -67,10 +67,22 @@ func startNodeLifecycleServer(t *testing.T) *framework.Server {
 }
 
 // runNodeLifecycle runs a node lifecycle controller against s until the
-// test (or the returned stop) ends it.
+// test (or the returned stop) ends it. As under the controller manager,
+// the informers and the event sink use admin credentials and the
+// controller itself acts as kube-system/node-controller, so its RBAC role
+// is exercised.
 func runNodeLifecycle(t *testing.T, s *framework.Server, cfg nodelifecycle.Config) (stop func()) {
 	t.Helper()
 	client := s.Client(t)
+	saConfig := s.UserConfig(t, "system:serviceaccount:kube-system:node-controller", "system:serviceaccounts", "system:serviceaccounts:kube-system")
+	saConfig.QPS, saConfig.Burst = 500, 1000
+	saClient, err := kubernetes.NewForConfig(saConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := saClient.CoreV1().Secrets("kube-system").List(context.Background(), metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Fatalf("the node-controller identity may list secrets (err %v): RBAC is not exercised", err)
+	}
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
 	broadcaster := record.NewBroadcaster(record.WithContext(ctx))
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
@@ -78,7 +90,7 @@ func runNodeLifecycle(t *testing.T, s *framework.Server, cfg nodelifecycle.Confi
 		return broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: component})
 	}
 	factory := informers.NewSharedInformerFactory(client, 0)
-	c, err := nodelifecycle.New(cfg, client, factory, recorder, clock.RealClock{})
+	c, err := nodelifecycle.New(cfg, saClient, factory, recorder, clock.RealClock{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"sort"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/k1s/k1s/controllers/manager"
 	"github.com/k1s/k1s/controllers/nodelifecycle"
+	"github.com/k1s/k1s/controllers/podgc"
 	"github.com/k1s/k1s/server"
 	"github.com/k1s/k1s/tests/integration/framework"
 )
@@ -40,13 +42,12 @@ const (
 )
 
 // startNodeLifecycleServer starts a control plane whose own node lifecycle
-// controller, if it has one, is off: the tests run theirs with short
-// periods.
+// controller and pod garbage collector, if it has them, are off: the tests
+// run theirs with short periods.
 func startNodeLifecycleServer(t *testing.T) *framework.Server {
 	t.Helper()
 	dir := t.TempDir()
 	cm := manager.DefaultConfig()
-	cm.Controllers = []string{"*", "-node-lifecycle-controller"}
 	cfg := server.Config{
 		DataDir:           filepath.Join(dir, "data"),
 		BindAddress:       "127.0.0.1",
@@ -59,9 +60,13 @@ func startNodeLifecycleServer(t *testing.T) *framework.Server {
 		DisableAgent:      true,
 		ControllerManager: &cm,
 	}
-	if _, err := server.New(cfg); err != nil && strings.Contains(err.Error(), `unknown controller "node-lifecycle-controller"`) {
-		// The server does not run one yet.
-		cm.Controllers = []string{"*"}
+	cm.Controllers = []string{"*"}
+	for _, name := range []string{"node-lifecycle-controller", "pod-garbage-collector"} {
+		cm.Controllers = append(cm.Controllers, "-"+name)
+		if _, err := server.New(cfg); err != nil && strings.Contains(err.Error(), fmt.Sprintf("unknown controller %q", name)) {
+			// The server does not run one yet.
+			cm.Controllers = cm.Controllers[:len(cm.Controllers)-1]
+		}
 	}
 	return framework.StartWith(t, cfg)
 }
@@ -346,6 +351,7 @@ func TestNodeLifecycle(t *testing.T) {
 	t.Run("HeartbeatLoss", func(t *testing.T) { testHeartbeatLoss(t, s, c) })
 	t.Run("PartialDisruption", func(t *testing.T) { testPartialDisruption(t, s, c) })
 	t.Run("FullDisruption", func(t *testing.T) { testFullDisruption(t, s, c) })
+	t.Run("PodGC", func(t *testing.T) { testPodGC(t, s, c) })
 }
 
 // testHeartbeatLoss: a node that stops renewing its lease goes Unknown
@@ -574,5 +580,70 @@ func testFullDisruption(t *testing.T, s *framework.Server, c kubernetes.Interfac
 	}
 	if evicted(t, c, "rides-out") {
 		t.Error("pod on the recovered node evicted")
+	}
+}
+
+// testPodGC runs the pod garbage collector as kube-system/pod-garbage-collector
+// with a threshold of two terminated pods and a one-second quarantine: the
+// oldest terminated pod and the pod of a node that does not exist go, the
+// others stay.
+func testPodGC(t *testing.T, s *framework.Server, c kubernetes.Interface) {
+	ctx := context.Background()
+	newKubelets(t, c, map[string]string{"gc-node": ""})
+	done := func(name string) {
+		runningPod(t, c, name, "gc-node")
+		p, err := c.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Status.Phase = corev1.PodSucceeded
+		if _, err := c.CoreV1().Pods("default").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	done("done-a")
+	time.Sleep(1100 * time.Millisecond) // creation timestamps have whole seconds
+	done("done-b")
+	done("done-c")
+	runningPod(t, c, "alive", "gc-node")
+	runningPod(t, c, "orphan", "ghost-node")
+
+	saConfig := s.UserConfig(t, "system:serviceaccount:kube-system:pod-garbage-collector", "system:serviceaccounts", "system:serviceaccounts:kube-system")
+	saClient, err := kubernetes.NewForConfig(saConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	factory := informers.NewSharedInformerFactory(c, 0)
+	cfg := podgc.DefaultConfig()
+	cfg.TerminatedPodGCThreshold = 2
+	cfg.CheckPeriod = 200 * time.Millisecond
+	cfg.QuarantineTime = time.Second
+	gc, err := podgc.New(cfg, saClient, factory.Core().V1().Pods(), factory.Core().V1().Nodes(), clock.RealClock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(klog.NewContext(ctx, klog.Background()))
+	factory.Start(runCtx.Done())
+	errc := make(chan error, 1)
+	go func() { errc <- gc.Run(runCtx) }()
+	defer func() {
+		cancel()
+		if err := <-errc; err != nil {
+			t.Errorf("pod GC: %v", err)
+		}
+		factory.Shutdown()
+	}()
+
+	gone := func(name string) bool {
+		_, err := c.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err)
+	}
+	poll(t, 5*time.Second, "the oldest terminated pod to be collected", func() bool { return gone("done-a") })
+	poll(t, 5*time.Second, "the orphaned pod to be collected", func() bool { return gone("orphan") })
+	time.Sleep(500 * time.Millisecond)
+	for _, name := range []string{"done-b", "done-c", "alive"} {
+		if gone(name) {
+			t.Errorf("pod %s collected", name)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -137,6 +138,9 @@ func Descriptor(cfg Config) manager.Controller {
 			}
 			rc = rest.AddUserAgent(rc, "kube-scheduler")
 			rc.QPS, rc.Burst = cfg.KubeAPIQPS, cfg.KubeAPIBurst
+			// Protobuf, as kube-scheduler's client: cheaper bindings.
+			rc.ContentType = runtime.ContentTypeProtobuf
+			rc.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 			client, err := kubernetes.NewForConfig(rc)
 			if err != nil {
 				return fmt.Errorf("scheduler client: %w", err)

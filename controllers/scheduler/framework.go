@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -202,6 +203,12 @@ func runFilters(cs *cycleState, n *nodeInfo) *status {
 
 // parallelizer runs work over n items on up to workers goroutines.
 type parallelizer struct{ workers int }
+
+// newParallelizer uses up to workers goroutines, and no more than there
+// are processors to run them.
+func newParallelizer(workers int) parallelizer {
+	return parallelizer{workers: max(1, min(workers, runtime.GOMAXPROCS(0)))}
+}
 
 // until calls fn(i) for i in [0, n), in parallel chunks; fn returning
 // false stops the remaining work early (best effort).

@@ -84,7 +84,7 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		queue:     newSchedulingQueue(clk, cfg.PodInitialBackoff, cfg.PodMaxBackoff, cfg.PodMaxInUnschedulablePodsDuration),
 		nominator: newNominator(),
 		snap:      newSnapshot(),
-		par:       parallelizer{workers: cfg.Parallelism},
+		par:       newParallelizer(cfg.Parallelism),
 		rnd:       rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		inFlight:  make(chan struct{}, maxBindingsInFlight),
 	}

@@ -157,17 +157,13 @@ func leastAllocatedScore(pi *podInfo, n *nodeInfo) int64 {
 // balance is 100 × (1 − the standard deviation of the cpu and memory
 // fractions used).
 func balance(cpu, mem, allocCPU, allocMem int64) int64 {
-	var fr []float64
-	for _, p := range [][2]int64{{cpu, allocCPU}, {mem, allocMem}} {
-		if p[1] == 0 {
-			continue
-		}
-		fr = append(fr, math.Min(float64(p[0])/float64(p[1]), 1))
+	if allocCPU == 0 || allocMem == 0 {
+		// One resource or none: no spread between fractions.
+		return maxNodeScore
 	}
-	std := 0.0
-	if len(fr) == 2 {
-		std = math.Abs((fr[0] - fr[1]) / 2)
-	}
+	fc := math.Min(float64(cpu)/float64(allocCPU), 1)
+	fm := math.Min(float64(mem)/float64(allocMem), 1)
+	std := math.Abs((fc - fm) / 2)
 	return int64((1 - std) * float64(maxNodeScore))
 }
 

@@ -195,6 +195,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrash()
 	logger := klog.FromContext(ctx)
 	var wg sync.WaitGroup
+	var tmErr error
 	defer func() {
 		c.nodeQueue.ShutDown()
 		c.podQueue.ShutDown()
@@ -205,7 +206,6 @@ func (c *Controller) Run(ctx context.Context) error {
 		return nil
 	}
 	logger.Info("Starting node lifecycle controller", "monitorPeriod", c.cfg.NodeMonitorPeriod, "gracePeriod", c.cfg.NodeMonitorGracePeriod)
-	var tmErr error
 	wg.Go(func() { tmErr = c.taints.Run(ctx) })
 	for range nodeWorkers {
 		wg.Go(func() {

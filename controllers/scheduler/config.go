@@ -38,8 +38,9 @@ type Config struct {
 	// adaptive, as upstream: 50% less 1% per 125 nodes, at least 5%. At
 	// least 100 nodes are always looked for. Default 0.
 	PercentageOfNodesToScore int32
-	// Parallelism is the number of goroutines filtering and scoring nodes.
-	// Default 16.
+	// Parallelism is the number of goroutines filtering and scoring nodes
+	// (never more than GOMAXPROCS: on a small machine extra goroutines only
+	// add overhead). Default 16.
 	Parallelism int
 	// PodInitialBackoff is the wait before retrying a pod after its first
 	// failed attempt; it doubles per attempt up to PodMaxBackoff. Defaults

@@ -30,8 +30,10 @@ import (
 )
 
 // maxBindingsInFlight bounds the concurrent binding (and status) requests;
-// the scheduling loop waits for a slot.
-const maxBindingsInFlight = 256
+// the scheduling loop waits for a slot. It stays well below the
+// apiserver's limit of concurrent mutating requests (200 by default),
+// beyond which requests are refused with 429 and retried a second later.
+const maxBindingsInFlight = 64
 
 // Scheduler places the pending pods of its scheduler name on nodes.
 // Create it with New and call Run once.

@@ -21,10 +21,7 @@ import (
 
 	"github.com/k1s/k1s/agent"
 	"github.com/k1s/k1s/controllers/manager"
-	namespacecontroller "github.com/k1s/k1s/controllers/namespace"
 	"github.com/k1s/k1s/controllers/nodeipam"
-	"github.com/k1s/k1s/controllers/rootcacertpublisher"
-	"github.com/k1s/k1s/controllers/serviceaccount"
 	"github.com/k1s/k1s/embed/etcd"
 	"github.com/k1s/k1s/internal/memtrim"
 	"github.com/k1s/k1s/internal/supervisor"
@@ -100,16 +97,10 @@ type Config struct {
 	// ControllerManager configures the controllers (--controllers,
 	// --leader-elect ...). Default: manager.DefaultConfig().
 	ControllerManager *manager.Config
-}
-
-// controllers lists every controller k1s server can run.
-func controllers(rootCA []byte, clusterCIDR *net.IPNet, nodeMask int) []manager.Controller {
-	return []manager.Controller{
-		serviceaccount.Descriptor(),
-		rootcacertpublisher.Descriptor(rootCA),
-		namespacecontroller.Descriptor(),
-		nodeipam.Descriptor(nodeipam.Config{ClusterCIDR: clusterCIDR, NodeMaskSize: nodeMask}),
-	}
+	// Controllers tunes the controllers and the scheduler
+	// (--concurrent-deployment-syncs, --node-monitor-grace-period ...).
+	// Default: DefaultControllerSettings().
+	Controllers *ControllerSettings
 }
 
 // SetDefaults fills unset fields.
@@ -171,6 +162,11 @@ func (c *Config) SetDefaults() {
 		c.ControllerManager = &cm
 	}
 	c.ControllerManager.SetDefaults()
+	if c.Controllers == nil {
+		cs := DefaultControllerSettings()
+		c.Controllers = &cs
+	}
+	c.Controllers.SetDefaults()
 	if c.AdvertiseAddress == "" {
 		c.AdvertiseAddress = c.NodeIP
 	}
@@ -252,7 +248,10 @@ func (c *Config) parse() (*parsed, error) {
 			errs = append(errs, err)
 		}
 	}
-	if err := c.ControllerManager.Validate(controllers(nil, p.clusterCIDR, c.NodeCIDRMaskSize)...); err != nil {
+	if err := c.ControllerManager.Validate(controllers(nil, p.clusterCIDR, c.NodeCIDRMaskSize, *c.Controllers)...); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Controllers.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	for _, port := range []struct {
@@ -399,7 +398,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("controller kubeconfig: %w", err)
 	}
-	cm, err := manager.New(*s.cfg.ControllerManager, controllerConfig, controllers(rootCA, s.p.clusterCIDR, s.cfg.NodeCIDRMaskSize)...)
+	cm, err := manager.New(*s.cfg.ControllerManager, controllerConfig, controllers(rootCA, s.p.clusterCIDR, s.cfg.NodeCIDRMaskSize, *s.cfg.Controllers)...)
 	if err != nil {
 		return err
 	}

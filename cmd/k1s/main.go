@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	// CronJob time zones must work on edge images without zoneinfo.
+	_ "time/tzdata"
 
 	"github.com/k1s/k1s/cmd/k1s/app"
 )

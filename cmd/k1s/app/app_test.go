@@ -110,6 +110,34 @@ controllers: ["*", "-serviceaccount"]
 			},
 		},
 		{
+			name: "controller settings",
+			file: `
+disable-scheduler: true
+terminated-pod-gc-threshold: 0
+node-monitor-grace-period: 20s
+node-eviction-rate: 0.5
+large-cluster-size-threshold: 7
+concurrent-deployment-syncs: 2
+`,
+			check: func(t *testing.T, cfg server.Config) {
+				if !slices.Equal(cfg.ControllerManager.Controllers, []string{"-scheduler", "*"}) {
+					t.Errorf("controllers = %v, want the scheduler off", cfg.ControllerManager.Controllers)
+				}
+				cs := cfg.Controllers
+				if cs == nil {
+					t.Fatal("no controller settings")
+				}
+				nl := cs.NodeLifecycle
+				if cs.PodGC.TerminatedPodGCThreshold != 0 || nl.NodeMonitorGracePeriod != 20*time.Second ||
+					nl.NodeEvictionRate != 0.5 || nl.LargeClusterSizeThreshold != 7 || cs.Deployment.ConcurrentSyncs != 2 {
+					t.Errorf("settings = podgc %+v node lifecycle %+v deployment %+v", cs.PodGC, nl, cs.Deployment)
+				}
+				if nl.NodeMonitorPeriod != 5*time.Second || nl.SecondaryNodeEvictionRate != 0.01 || cs.ReplicaSet.ConcurrentSyncs != 5 {
+					t.Errorf("unset settings lost their defaults: node lifecycle %+v replicaset %+v", nl, cs.ReplicaSet)
+				}
+			},
+		},
+		{
 			name: "alias key",
 			file: "d: /alias\n",
 			check: func(t *testing.T, cfg server.Config) {

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 
@@ -23,6 +24,10 @@ type serverOptions struct {
 	kubeMode    string
 	cm          manager.Config
 	controllers cli.StringSlice
+	ctl         server.ControllerSettings
+	// float64 forms of the float32 node lifecycle settings.
+	evictionRate, secondaryEvictionRate, unhealthyZoneThreshold float64
+	disableScheduler                                            bool
 }
 
 func serverCommand() *cli.Command { return newServerCommand(runServer) }
@@ -39,7 +44,10 @@ func runServer(ctx context.Context, cfg server.Config) error {
 // newServerCommand is `k1s server`, handing the completed configuration to
 // run (tests pass a run that records it).
 func newServerCommand(run func(context.Context, server.Config) error) *cli.Command {
-	o := &serverOptions{cm: manager.DefaultConfig()}
+	o := &serverOptions{cm: manager.DefaultConfig(), ctl: server.DefaultControllerSettings()}
+	o.evictionRate = float64(o.ctl.NodeLifecycle.NodeEvictionRate)
+	o.secondaryEvictionRate = float64(o.ctl.NodeLifecycle.SecondaryNodeEvictionRate)
+	o.unhealthyZoneThreshold = float64(o.ctl.NodeLifecycle.UnhealthyZoneThreshold)
 	env := func(name string) []string { return []string{"K1S_" + name} }
 	return &cli.Command{
 		Name:  "server",
@@ -83,6 +91,25 @@ func newServerCommand(run func(context.Context, server.Config) error) *cli.Comma
 			&cli.DurationFlag{Name: "leader-elect-renew-deadline", Usage: "how long the leader retries renewing before giving up", Value: o.cm.RenewDeadline, Destination: &o.cm.RenewDeadline},
 			&cli.DurationFlag{Name: "leader-elect-retry-period", Usage: "wait between lease acquire or renew attempts", Value: o.cm.RetryPeriod, Destination: &o.cm.RetryPeriod},
 			&cli.BoolFlag{Name: "use-service-account-credentials", Usage: "give each controller its own service account's credentials", Value: true, Destination: &o.cm.UseServiceAccountCredentials},
+			&cli.BoolFlag{Name: "disable-scheduler", Usage: "run no scheduler (the same as --controllers=-scheduler,...)", EnvVars: env("DISABLE_SCHEDULER"), Destination: &o.disableScheduler},
+			&cli.IntFlag{Name: "concurrent-replicaset-syncs", Usage: "ReplicaSets synced at once", Value: o.ctl.ReplicaSet.ConcurrentSyncs, Destination: &o.ctl.ReplicaSet.ConcurrentSyncs},
+			&cli.IntFlag{Name: "concurrent-deployment-syncs", Usage: "Deployments synced at once", Value: o.ctl.Deployment.ConcurrentSyncs, Destination: &o.ctl.Deployment.ConcurrentSyncs},
+			&cli.IntFlag{Name: "concurrent-endpoint-syncs", Usage: "Services whose Endpoints are synced at once", Value: o.ctl.Endpoints.Workers, Destination: &o.ctl.Endpoints.Workers},
+			&cli.DurationFlag{Name: "endpoint-updates-batch-period", Usage: "delay batching pod changes into one Endpoints update", Value: o.ctl.Endpoints.BatchPeriod, Destination: &o.ctl.Endpoints.BatchPeriod},
+			&cli.IntFlag{Name: "concurrent-service-endpoint-syncs", Usage: "Services whose EndpointSlices are synced at once", Value: o.ctl.EndpointSlice.Workers, Destination: &o.ctl.EndpointSlice.Workers},
+			&cli.IntFlag{Name: "max-endpoints-per-slice", Usage: "endpoints in one EndpointSlice", Value: o.ctl.EndpointSlice.MaxEndpointsPerSlice, Destination: &o.ctl.EndpointSlice.MaxEndpointsPerSlice},
+			&cli.DurationFlag{Name: "endpointslice-updates-batch-period", Usage: "delay batching pod changes into one EndpointSlice update", Value: o.ctl.EndpointSlice.BatchPeriod, Destination: &o.ctl.EndpointSlice.BatchPeriod},
+			&cli.IntFlag{Name: "concurrent-gc-syncs", Usage: "objects the garbage collector processes at once", Value: o.ctl.GarbageCollector.Workers, Destination: &o.ctl.GarbageCollector.Workers},
+			&cli.IntFlag{Name: "concurrent-resource-quota-syncs", Usage: "ResourceQuotas computed at once", Value: o.ctl.ResourceQuota.Workers, Destination: &o.ctl.ResourceQuota.Workers},
+			&cli.DurationFlag{Name: "resource-quota-sync-period", Usage: "period of the full ResourceQuota usage recomputation", Value: o.ctl.ResourceQuota.ResyncPeriod, Destination: &o.ctl.ResourceQuota.ResyncPeriod},
+			&cli.IntFlag{Name: "terminated-pod-gc-threshold", Usage: "terminated pods kept before the oldest are deleted (0: no limit)", Value: o.ctl.PodGC.TerminatedPodGCThreshold, Destination: &o.ctl.PodGC.TerminatedPodGCThreshold},
+			&cli.DurationFlag{Name: "node-monitor-period", Usage: "period of the node heartbeat check", Value: o.ctl.NodeLifecycle.NodeMonitorPeriod, Destination: &o.ctl.NodeLifecycle.NodeMonitorPeriod},
+			&cli.DurationFlag{Name: "node-monitor-grace-period", Usage: "time without heartbeat before a node is marked Unknown", Value: o.ctl.NodeLifecycle.NodeMonitorGracePeriod, Destination: &o.ctl.NodeLifecycle.NodeMonitorGracePeriod},
+			&cli.DurationFlag{Name: "node-startup-grace-period", Usage: "time a starting node may take to report Ready before it is marked Unknown", Value: o.ctl.NodeLifecycle.NodeStartupGracePeriod, Destination: &o.ctl.NodeLifecycle.NodeStartupGracePeriod},
+			&cli.Float64Flag{Name: "node-eviction-rate", Usage: "nodes per second per zone tainted for eviction in a healthy zone", Value: o.evictionRate, Destination: &o.evictionRate},
+			&cli.Float64Flag{Name: "secondary-node-eviction-rate", Usage: "nodes per second per zone tainted for eviction in a partially disrupted large zone", Value: o.secondaryEvictionRate, Destination: &o.secondaryEvictionRate},
+			&cli.IntFlag{Name: "large-cluster-size-threshold", Usage: "zone size above which a disrupted zone keeps evicting at the secondary rate", Value: int(o.ctl.NodeLifecycle.LargeClusterSizeThreshold)},
+			&cli.Float64Flag{Name: "unhealthy-zone-threshold", Usage: "share of NotReady nodes (at least 3) from which a zone counts as disrupted", Value: o.unhealthyZoneThreshold, Destination: &o.unhealthyZoneThreshold},
 		},
 		Action: func(c *cli.Context) error {
 			if err := loadConfigFile(c, o.configFile, c.IsSet("config")); err != nil {
@@ -100,7 +127,20 @@ func newServerCommand(run func(context.Context, server.Config) error) *cli.Comma
 			o.cfg.NodeLabels = splitList(o.nodeLabels.Value())
 			o.cfg.NodeTaints = splitList(o.nodeTaints.Value())
 			o.cm.Controllers = splitList(o.controllers.Value())
+			if o.disableScheduler {
+				// The first entry naming a controller decides for it.
+				o.cm.Controllers = append([]string{"-scheduler"}, o.cm.Controllers...)
+			}
 			o.cfg.ControllerManager = &o.cm
+			o.ctl.NodeLifecycle.NodeEvictionRate = float32(o.evictionRate)
+			o.ctl.NodeLifecycle.SecondaryNodeEvictionRate = float32(o.secondaryEvictionRate)
+			o.ctl.NodeLifecycle.UnhealthyZoneThreshold = float32(o.unhealthyZoneThreshold)
+			large := c.Int("large-cluster-size-threshold")
+			if large < 0 || large > math.MaxInt32 {
+				return fmt.Errorf("--large-cluster-size-threshold: %d must be between 0 and %d", large, math.MaxInt32)
+			}
+			o.ctl.NodeLifecycle.LargeClusterSizeThreshold = int32(large)
+			o.cfg.Controllers = &o.ctl
 			return run(klog.NewContext(c.Context, klog.Background()), o.cfg)
 		},
 	}

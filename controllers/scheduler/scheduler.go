@@ -475,7 +475,8 @@ func (s *Scheduler) bind(ctx context.Context, qp *queuedPod, ap *corev1.Pod) {
 		return
 	}
 	logger.V(1).Info("Failed to bind pod", "pod", klog.KObj(ap), "node", ap.Spec.NodeName, "err", err)
-	s.fail(ctx, qp, fmt.Errorf("binding rejected: %w", err), 0, preemptionResult{})
+	// This goroutine holds a slot already: report without taking another.
+	s.report(ctx, qp, fmt.Errorf("binding rejected: %w", err), 0, preemptionResult{}, false)
 }
 
 func retriable(err error) bool {
@@ -485,8 +486,14 @@ func retriable(err error) bool {
 // fail puts the pod back in the queue and reports why it was not placed:
 // a FailedScheduling event and the PodScheduled condition (status
 // subresource, only when it changes), with the nominated node preemption
-// chose.
+// chose. The status is written in the background.
 func (s *Scheduler) fail(ctx context.Context, qp *queuedPod, err error, rejectedBy pluginSet, pr preemptionResult) {
+	s.report(ctx, qp, err, rejectedBy, pr, true)
+}
+
+// report is fail, writing the status in the background when async is set
+// (from the scheduling loop) or before it returns.
+func (s *Scheduler) report(ctx context.Context, qp *queuedPod, err error, rejectedBy pluginSet, pr preemptionResult, async bool) {
 	logger := klog.FromContext(ctx)
 	pod := qp.pod
 	var fe *fitError
@@ -527,6 +534,15 @@ func (s *Scheduler) fail(ctx context.Context, qp *queuedPod, err error, rejected
 		reason = corev1.PodReasonSchedulerError
 	}
 	cond := &corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: reason, Message: err.Error(), ObservedGeneration: cur.Generation}
+	write := func() {
+		if err := s.patchStatus(ctx, cur, cond, pr.nominate); err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
+			logger.Error(err, "Cannot update the pod's scheduling status", "pod", klog.KObj(cur))
+		}
+	}
+	if !async {
+		write()
+		return
+	}
 	select {
 	case s.inFlight <- struct{}{}:
 	case <-ctx.Done():
@@ -536,9 +552,7 @@ func (s *Scheduler) fail(ctx context.Context, qp *queuedPod, err error, rejected
 	go func() {
 		defer s.wg.Done()
 		defer func() { <-s.inFlight }()
-		if err := s.patchStatus(ctx, cur, cond, pr.nominate); err != nil && !apierrors.IsNotFound(err) && ctx.Err() == nil {
-			logger.Error(err, "Cannot update the pod's scheduling status", "pod", klog.KObj(cur))
-		}
+		write()
 	}()
 }
 

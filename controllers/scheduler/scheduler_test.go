@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
@@ -331,5 +333,29 @@ func TestConfigValidate(t *testing.T) {
 		if (err == nil) != (tc.want == "") || (err != nil && !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("Validate(%+v) = %v, want an error naming %q", tc.cfg, err, tc.want)
 		}
+	}
+}
+
+func TestSchedulerSurvivesManyFailedBindings(t *testing.T) {
+	// More failing bindings than binding slots: every pod is retried and
+	// bound in the end.
+	h := startScheduler(t, Config{PodInitialBackoff: 10 * time.Millisecond, PodMaxBackoff: 20 * time.Millisecond}, makeNode("n1", "100", "100Gi", nodeAllocatable(corev1.ResourcePods, "1000")))
+	const n = 2 * maxBindingsInFlight
+	h.mu.Lock()
+	for i := 0; i < n; i++ {
+		h.failBind[fmt.Sprintf("p%d", i)] = 1
+	}
+	h.mu.Unlock()
+	for i := 0; i < n; i++ {
+		h.create(makePod(fmt.Sprintf("p%d", i), func(p *corev1.Pod) { p.UID = types.UID(fmt.Sprintf("uid-p%d", i)) }))
+	}
+	if err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return len(h.bindings) == n, nil
+	}); err != nil {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		t.Fatalf("%d of %d pods bound", len(h.bindings), n)
 	}
 }

@@ -467,9 +467,16 @@ func TestDeploymentRollout(t *testing.T) {
 	}
 	depPatch(t, c, ns, `{"spec":{"replicas":0}}`)
 	depWaitRolledOut(t, c, ns, "web", 0)
-	d, _ = c.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
-	if d.Status.Replicas != 0 || d.Status.AvailableReplicas != 0 || d.Status.UpdatedReplicas != 0 {
-		t.Errorf("status at 0: %+v", d.Status)
+	// The pods are gone; the counts follow once the replica set's status
+	// has caught up with that.
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		d, err = c.AppsV1().Deployments(ns).Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		return d.Status.Replicas == 0 && d.Status.AvailableReplicas == 0 && d.Status.UpdatedReplicas == 0, nil
+	}); err != nil {
+		t.Errorf("status at 0: %+v (%v)", d.Status, err)
 	}
 }
 

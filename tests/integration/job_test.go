@@ -26,7 +26,6 @@ import (
 
 	"github.com/k1s/k1s/controllers/cronjob"
 	"github.com/k1s/k1s/controllers/job"
-	"github.com/k1s/k1s/controllers/manager"
 	"github.com/k1s/k1s/controllers/ttlafterfinished"
 	"github.com/k1s/k1s/server"
 	"github.com/k1s/k1s/tests/integration/framework"
@@ -45,7 +44,7 @@ func batchControllersInServer(t *testing.T) bool {
 		NodeIP:            "127.0.0.1",
 		AdvertiseAddress:  "127.0.0.1",
 		DisableAgent:      true,
-		ControllerManager: &manager.Config{Controllers: batchControllers},
+		ControllerManager: framework.Controllers(batchControllers...),
 	})
 	if err != nil && !strings.Contains(err.Error(), "unknown controller") {
 		t.Fatalf("server config: %v", err)
@@ -74,7 +73,7 @@ func startBatch(t *testing.T) (*framework.Server, kubernetes.Interface, *testing
 	if inServer {
 		// The server's CronJob controller reads the real clock; this
 		// test's replaces it.
-		cfg.ControllerManager = &manager.Config{Controllers: []string{"*", "-cronjob-controller"}}
+		cfg.ControllerManager = framework.Controllers("*", "-cronjob-controller")
 	}
 	s := framework.StartWith(t, cfg)
 	client := s.Client(t)

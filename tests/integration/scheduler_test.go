@@ -35,7 +35,7 @@ func schedInServer(t *testing.T) bool {
 		NodeIP:            "127.0.0.1",
 		AdvertiseAddress:  "127.0.0.1",
 		DisableAgent:      true,
-		ControllerManager: &manager.Config{Controllers: []string{scheduler.ControllerName}},
+		ControllerManager: framework.Controllers(scheduler.ControllerName),
 	})
 	if err != nil && !strings.Contains(err.Error(), "unknown controller") {
 		t.Fatalf("server config: %v", err)

@@ -45,7 +45,7 @@ func startWorkloads(t *testing.T) (*framework.Server, kubernetes.Interface) {
 		NodeIP:            "127.0.0.1",
 		AdvertiseAddress:  "127.0.0.1",
 		DisableAgent:      true,
-		ControllerManager: &manager.Config{Controllers: workloadControllerNames},
+		ControllerManager: framework.Controllers(workloadControllerNames...),
 	})
 	if err != nil && !strings.Contains(err.Error(), "unknown controller") {
 		t.Fatalf("server config: %v", err)

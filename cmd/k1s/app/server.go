@@ -45,13 +45,13 @@ func runServer(ctx context.Context, cfg server.Config) error {
 // run (tests pass a run that records it).
 func newServerCommand(run func(context.Context, server.Config) error) *cli.Command {
 	o := &serverOptions{cm: manager.DefaultConfig(), ctl: server.DefaultControllerSettings()}
-	o.evictionRate = float64(o.ctl.NodeLifecycle.NodeEvictionRate)
-	o.secondaryEvictionRate = float64(o.ctl.NodeLifecycle.SecondaryNodeEvictionRate)
-	o.unhealthyZoneThreshold = float64(o.ctl.NodeLifecycle.UnhealthyZoneThreshold)
+	o.evictionRate = shortFloat(o.ctl.NodeLifecycle.NodeEvictionRate)
+	o.secondaryEvictionRate = shortFloat(o.ctl.NodeLifecycle.SecondaryNodeEvictionRate)
+	o.unhealthyZoneThreshold = shortFloat(o.ctl.NodeLifecycle.UnhealthyZoneThreshold)
 	env := func(name string) []string { return []string{"K1S_" + name} }
 	return &cli.Command{
 		Name:  "server",
-		Usage: "run a control plane (and, later, a node agent) in this process",
+		Usage: "run a control plane and a node agent in this process",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "YAML file whose keys are flag names", Value: DefaultConfigFile, EnvVars: env("CONFIG_FILE"), Destination: &o.configFile},
 			&cli.StringFlag{Name: "data-dir", Aliases: []string{"d"}, Usage: "directory holding all state", Value: "/var/lib/k1s", EnvVars: env("DATA_DIR"), Destination: &o.cfg.DataDir},
@@ -144,4 +144,11 @@ func newServerCommand(run func(context.Context, server.Config) error) *cli.Comma
 			return run(klog.NewContext(c.Context, klog.Background()), o.cfg)
 		},
 	}
+}
+
+// shortFloat widens f to float64 by its shortest decimal form, so 0.1
+// stays 0.1 (not 0.10000000149011612) in --help and in the configuration.
+func shortFloat(f float32) float64 {
+	v, _ := strconv.ParseFloat(strconv.FormatFloat(float64(f), 'g', -1, 32), 64)
+	return v
 }

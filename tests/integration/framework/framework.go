@@ -16,12 +16,15 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/k1s/k1s/controllers/manager"
+	"github.com/k1s/k1s/controllers/serviceaccount"
 	"github.com/k1s/k1s/server"
 	"github.com/k1s/k1s/server/pki"
 )
@@ -88,7 +91,34 @@ func StartWith(t testing.TB, cfg server.Config) *Server {
 		t.Fatalf("server not ready after 90s")
 	}
 	t.Cleanup(func() { out.Stop(t) })
+	out.waitDefaultServiceAccount(t)
 	return out
+}
+
+// waitDefaultServiceAccount waits, when the service-account controller
+// runs, for default/default: until it exists the ServiceAccount admission
+// plugin refuses pods there, as upstream's does.
+func (s *Server) waitDefaultServiceAccount(t testing.TB) {
+	t.Helper()
+	cm := manager.DefaultConfig()
+	if s.Config.ControllerManager != nil && len(s.Config.ControllerManager.Controllers) > 0 {
+		cm.Controllers = s.Config.ControllerManager.Controllers
+	}
+	if !cm.Enabled(serviceaccount.Descriptor()) {
+		return
+	}
+	c := s.Client(t)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, err := c.CoreV1().ServiceAccounts(metav1.NamespaceDefault).Get(context.Background(), "default", metav1.GetOptions{})
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("service account default/default not created within 60s: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // Stop stops the server and waits for it; safe to call twice.
@@ -168,3 +198,12 @@ func (s *Server) Anonymous(t testing.TB) *rest.Config {
 
 // URL is the apiserver's base URL.
 func (s *Server) URL() string { return fmt.Sprintf("https://127.0.0.1:%d", s.Port) }
+
+// Controllers is the controller manager's default configuration (leader
+// election, service-account credentials) running only names, in
+// --controllers syntax.
+func Controllers(names ...string) *manager.Config {
+	cm := manager.DefaultConfig()
+	cm.Controllers = names
+	return &cm
+}

@@ -5,6 +5,8 @@
 #   _output/images/busybox.tar  k1s.local/busybox:1.36  Debian's busybox-static
 #                                with its applet symlinks (sh, ls, wget, nc, ...)
 #   _output/images/testapp.tar  k1s.local/testapp:1     tests/images/testapp
+#   _output/images/testapp-2.tar k1s.local/testapp:2    the same program with
+#                                TESTAPP_VERSION=2 (a second version to roll to)
 #
 # Idempotent: the tarballs are reproducible and only replaced when their
 # content changes. Set OUT to write elsewhere, MKIMAGE to use a built
@@ -68,7 +70,11 @@ install_image "$work/busybox.tar" "$OUT/busybox.tar"
 
 # testapp: the static Go server.
 "$GO" build -trimpath -ldflags "-s -w" -o "$work/testapp" ./tests/images/testapp
-"$MKIMAGE" -name k1s.local/testapp:1 -o "$work/testapp.tar" \
-	-add "$work/testapp:/testapp:0755" \
-	-entrypoint '["/testapp"]' -expose 8080/tcp
-install_image "$work/testapp.tar" "$OUT/testapp.tar"
+for v in 1 2; do
+	name=testapp.tar
+	[ "$v" = 1 ] || name=testapp-$v.tar
+	"$MKIMAGE" -name k1s.local/testapp:$v -o "$work/$name" \
+		-add "$work/testapp:/testapp:0755" -env TESTAPP_VERSION=$v \
+		-entrypoint '["/testapp"]' -expose 8080/tcp
+	install_image "$work/$name" "$OUT/$name"
+done

@@ -2,7 +2,8 @@
 // embedded containerd) and prints the figures recorded in
 // docs/BENCHMARKS.md: start → node Ready, create → Running for one pod and
 // for 30 pods created at once, and the memory of containerd, the shims and
-// the k1s process, idle and with 30 pods. Needs root and the test images.
+// the k1s process, idle and with 30 pods; then the time for a Deployment of
+// 100 replicas to be all Running. Needs root and the test images.
 //
 //	make build test-images && go run ./tests/bench/node -bin bin/k1s -images _output/images
 package main
@@ -24,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -37,8 +39,9 @@ func main() {
 	bin := flag.String("bin", "bin/k1s", "k1s binary")
 	images := flag.String("images", "_output/images", "directory of test image tarballs")
 	pods := flag.Int("pods", 30, "pods created at once")
+	replicas := flag.Int("replicas", 100, "replicas of the Deployment timed last (0: skip)")
 	flag.Parse()
-	if err := run(*bin, *images, *pods); err != nil {
+	if err := run(*bin, *images, *pods, *replicas); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -53,7 +56,7 @@ func freePort() int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func run(bin, images string, n int) error {
+func run(bin, images string, n, replicas int) error {
 	dir, err := os.MkdirTemp("", "k1s-bench-node")
 	if err != nil {
 		return err
@@ -156,7 +159,73 @@ func run(bin, images string, n int) error {
 	}
 	fmt.Printf("with %d pods: k1s RSS %.1f MB, containerd RSS %.1f MB, %d shims PSS %.1f MB (%.2f MB per pod)\n",
 		n+1, rssMB(cmd.Process.Pid), rssMB(ctrPid), len(shims), pss, pss/float64(max(len(shims), 1)))
+	if replicas == 0 {
+		return nil
+	}
+	if err := deleteAllPods(ctx, c); err != nil {
+		return err
+	}
+	took, err := deploymentRunning(ctx, c, replicas)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("Deployment of %d replicas → all Running:  %v\n", replicas, took.Round(time.Millisecond))
 	return nil
+}
+
+// deleteAllPods empties the default namespace, so the Deployment that
+// follows has the node's pod capacity (110) to itself.
+func deleteAllPods(ctx context.Context, c kubernetes.Interface) error {
+	if err := c.CoreV1().Pods("default").DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}, metav1.ListOptions{}); err != nil {
+		return fmt.Errorf("delete pods: %w", err)
+	}
+	for t0 := time.Now(); time.Since(t0) < 2*time.Minute; time.Sleep(200 * time.Millisecond) {
+		list, err := c.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+		if err == nil && len(list.Items) == 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("pods not gone within 2m")
+}
+
+// deploymentRunning creates a Deployment of n busybox replicas (placed by
+// the scheduler) and returns the time until all n pods are Running.
+func deploymentRunning(ctx context.Context, c kubernetes.Interface, n int) (time.Duration, error) {
+	labels := map[string]string{"app": "bench"}
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "bench"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(int32(n)),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					TerminationGracePeriodSeconds: ptr.To[int64](1),
+					Containers:                    []corev1.Container{{Name: "c", Image: "k1s.local/busybox:1.36", ImagePullPolicy: corev1.PullNever, Command: []string{"sleep", "3600"}}},
+				},
+			},
+		},
+	}
+	t0 := time.Now()
+	if _, err := c.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{}); err != nil {
+		return 0, fmt.Errorf("create deployment: %w", err)
+	}
+	for time.Since(t0) < 5*time.Minute {
+		list, err := c.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=bench"})
+		if err == nil {
+			running := 0
+			for _, p := range list.Items {
+				if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+					running++
+				}
+			}
+			if running >= n {
+				return time.Since(t0), nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return 0, fmt.Errorf("deployment of %d replicas not all Running within 5m", n)
 }
 
 func ready(n *corev1.Node) bool {

@@ -1,0 +1,39 @@
+package framework
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+)
+
+// RuntimeSocket is the CRI socket of the embedded containerd.
+const RuntimeSocket = "/run/k1s/containerd/containerd.sock"
+
+// RuntimeObjects counts the pod sandboxes and the containers the container
+// runtime holds (in any state) whose labels include every one of labels,
+// e.g. {"io.kubernetes.pod.namespace": "ns"}: what is left of pods on the
+// machine, independent of what the API says.
+func RuntimeObjects(t testing.TB, labels map[string]string) (sandboxes, containers int) {
+	t.Helper()
+	conn, err := grpc.NewClient("unix://"+RuntimeSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatalf("connect to %s: %v", RuntimeSocket, err)
+	}
+	defer conn.Close()
+	rs := runtimeapi.NewRuntimeServiceClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sbs, err := rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: labels}})
+	if err != nil {
+		t.Fatalf("list pod sandboxes: %v", err)
+	}
+	cs, err := rs.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: labels}})
+	if err != nil {
+		t.Fatalf("list containers: %v", err)
+	}
+	return len(sbs.Items), len(cs.Containers)
+}

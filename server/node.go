@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -80,6 +81,10 @@ func (s *Server) nodeComponents(cluster *pki.Cluster, local string) (runtime *ru
 		return nil, nil, err
 	}
 	restCfg.QPS, restCfg.Burst = 50, 100
+	// Protobuf as the kubelet's client, and no gzip over loopback.
+	restCfg.ContentType = k8sruntime.ContentTypeProtobuf
+	restCfg.AcceptContentTypes = k8sruntime.ContentTypeProtobuf + "," + k8sruntime.ContentTypeJSON
+	restCfg.DisableCompression = true
 	taints, err := parseTaints(s.cfg.NodeTaints)
 	if err != nil {
 		return nil, nil, err

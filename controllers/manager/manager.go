@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -77,6 +78,10 @@ func New(cfg Config, rootConfig *rest.Config, register ...Controller) (*Manager,
 	root := rest.CopyConfig(rootConfig)
 	root.QPS = cfg.KubeAPIQPS
 	root.Burst = cfg.KubeAPIBurst
+	root.ContentType = cfg.KubeAPIContentType
+	if cfg.KubeAPIContentType != runtime.ContentTypeJSON {
+		root.AcceptContentTypes = cfg.KubeAPIContentType + "," + runtime.ContentTypeJSON
+	}
 	named := func(agent string) *rest.Config {
 		return rest.AddUserAgent(rest.CopyConfig(root), agent)
 	}

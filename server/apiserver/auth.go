@@ -4,6 +4,7 @@ import (
 	"crypto"
 	"fmt"
 	"os"
+	"time"
 
 	"k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
@@ -13,6 +14,7 @@ import (
 	requestunion "k8s.io/apiserver/pkg/authentication/request/union"
 	"k8s.io/apiserver/pkg/authentication/request/websocket"
 	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
+	tokencache "k8s.io/apiserver/pkg/authentication/token/cache"
 	tokenunion "k8s.io/apiserver/pkg/authentication/token/union"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
@@ -55,6 +57,10 @@ type dependencies struct {
 	nodeAuthz            *node.Authorizer
 }
 
+// tokenCacheSuccessTTL is how long a successful token authentication is
+// reused (kube-apiserver's default).
+const tokenCacheSuccessTTL = 10 * time.Second
+
 // applyAuth configures authentication (client certificates, bearer tokens,
 // anonymous access to the public health and version paths) and authorization
 // (public paths, system:masters, the node authorizer and RBAC).
@@ -77,7 +83,10 @@ func (d *dependencies) applyAuth(gc *genericapiserver.RecommendedConfig) error {
 	}
 	reqAuth := []authenticator.Request{x509request.NewDynamic(ca.VerifyOptions, x509request.CommonNameUserConversion)}
 	if len(d.tokenAuthenticators) > 0 {
-		tokens := tokenunion.New(d.tokenAuthenticators...)
+		// Successful token authentications are cached for 10 s and
+		// failures not at all, as kube-apiserver does: a JWT signature
+		// check per request costs more than a small request itself.
+		tokens := tokencache.New(tokenunion.New(d.tokenAuthenticators...), true, tokenCacheSuccessTTL, 0)
 		reqAuth = append(reqAuth, bearertoken.New(tokens), websocket.NewProtocolAuthenticator(tokens))
 	}
 	var anonConditions []apiserver.AnonymousAuthCondition

@@ -66,11 +66,12 @@ func TestServiceAccountTokens(t *testing.T) {
 		t.Fatalf("service account without rights: want 403, got %v", err)
 	}
 
-	// Deleting the service account invalidates its tokens.
+	// Deleting the service account invalidates its tokens, once the
+	// apiserver's 10 s cache of successful authentications has expired.
 	if err := admin.CoreV1().ServiceAccounts("default").Delete(ctx, "robot", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 25*time.Second, true, func(ctx context.Context) (bool, error) {
 		_, err := whoami(ctx, robot)
 		return apierrors.IsUnauthorized(err), nil
 	}); err != nil {

@@ -161,6 +161,9 @@ func run(nNodes, nPods, workers int, cpuProfile string) error {
 	// too; protobuf as kube-controller-manager and kube-scheduler use.
 	rc.ContentType = k8sruntime.ContentTypeProtobuf
 	rc.AcceptContentTypes = k8sruntime.ContentTypeProtobuf + "," + k8sruntime.ContentTypeJSON
+	// No gzip over loopback, as k1s server configures its in-process
+	// controllers.
+	rc.DisableCompression = true
 	c := kubernetes.NewForConfigOrDie(rc)
 
 	start := time.Now()

@@ -99,7 +99,13 @@ func New(cfg Config, rootConfig *rest.Config, register ...Controller) (*Manager,
 	if err != nil {
 		return nil, fmt.Errorf("controller manager: leader election client: %w", err)
 	}
-	tokenClient, err := kubernetes.NewForConfig(named(componentName))
+	// The client that looks up the controllers' service accounts and
+	// requests their tokens is not rate limited: it makes a few requests
+	// per controller, all at start, and throttling them at --kube-api-qps
+	// delayed the last controllers by seconds.
+	tokenCfg := named(componentName)
+	tokenCfg.QPS, tokenCfg.Burst = -1, 0
+	tokenClient, err := kubernetes.NewForConfig(tokenCfg)
 	if err != nil {
 		return nil, fmt.Errorf("controller manager: client: %w", err)
 	}
@@ -306,6 +312,10 @@ func (m *Manager) runControllers(ctx context.Context, recorder func(string) reco
 			return fmt.Errorf("controller manager: start %s: %w", name, err)
 		}
 		logger.V(2).Info("Started controller", "controller", name)
+		// Start the informers this controller asked for now, not after
+		// the last controller: the node's pod CIDR (node-ipam, early in
+		// the list) then does not wait for every other controller.
+		factory.Start(gctx.Done())
 	}
 	factory.Start(gctx.Done())
 	metaFactory.Start(gctx.Done())

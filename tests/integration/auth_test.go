@@ -23,7 +23,7 @@ import (
 )
 
 func TestAnonymous(t *testing.T) {
-	s := framework.Start(t)
+	s := framework.StartAPI(t)
 	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	for path, want := range map[string]int{
 		"/healthz": 200, "/livez": 200, "/readyz": 200, "/version": 200,
@@ -42,7 +42,7 @@ func TestAnonymous(t *testing.T) {
 }
 
 func TestRBAC(t *testing.T) {
-	s := framework.Start(t)
+	s := framework.StartAPI(t)
 	ctx := context.Background()
 	admin := s.Client(t)
 	alice := kubernetes.NewForConfigOrDie(s.UserConfig(t, "alice"))
@@ -108,7 +108,7 @@ func TestRBAC(t *testing.T) {
 var errEscalated = apierrors.NewBadRequest("alice escalated her own rights")
 
 func TestNodeIdentity(t *testing.T) {
-	s := framework.Start(t)
+	s := framework.StartAPI(t)
 	ctx := context.Background()
 	admin := s.Client(t)
 	nodeA := kubernetes.NewForConfigOrDie(s.UserConfig(t, "system:node:node-a", "system:nodes"))

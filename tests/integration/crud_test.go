@@ -37,7 +37,10 @@ func toUnstructured(t *testing.T, obj runtime.Object) *unstructured.Unstructured
 // TestCRUD creates, reads, lists, watches, updates, patches (merge,
 // strategic, apply) and deletes an object of every served resource.
 func TestCRUD(t *testing.T) {
-	s := framework.Start(t)
+	// The other controllers would write to the sample objects (node
+	// taints, quota status, a replica set's pods) between the test's read
+	// and its update.
+	s := framework.StartAPI(t)
 	ctx := context.Background()
 	client := s.Client(t)
 	dyn := s.Dynamic(t)

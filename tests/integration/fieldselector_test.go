@@ -14,7 +14,7 @@ import (
 )
 
 func TestFieldSelectors(t *testing.T) {
-	s := framework.Start(t)
+	s := framework.StartAPI(t)
 	ctx := context.Background()
 	c := s.Client(t)
 	const ns = "default"

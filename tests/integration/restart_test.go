@@ -14,7 +14,7 @@ import (
 // the same data directory: every object, its UID and the certificates
 // survive.
 func TestRestartKeepsObjects(t *testing.T) {
-	s := framework.Start(t)
+	s := framework.StartAPI(t)
 	ctx := context.Background()
 	c := s.Client(t)
 	cm, err := c.CoreV1().ConfigMaps("default").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "keep"}, Data: map[string]string{"k": "v"}}, metav1.CreateOptions{})

@@ -32,7 +32,7 @@ func whoami(ctx context.Context, c kubernetes.Interface) (authenticationv1.UserI
 }
 
 func TestServiceAccountTokens(t *testing.T) {
-	s := framework.Start(t)
+	s := framework.StartAPI(t)
 	ctx := context.Background()
 	admin := s.Client(t)
 	sa, err := admin.CoreV1().ServiceAccounts("default").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "robot"}}, metav1.CreateOptions{})
@@ -83,7 +83,7 @@ func TestServiceAccountTokens(t *testing.T) {
 }
 
 func TestBootstrapTokens(t *testing.T) {
-	s := framework.Start(t)
+	s := framework.StartAPI(t)
 	ctx := context.Background()
 	admin := s.Client(t)
 	if _, err := admin.CoreV1().Secrets("kube-system").Create(ctx, &corev1.Secret{

@@ -44,7 +44,7 @@ func requireInvalid(t *testing.T, err error, field string) {
 }
 
 func TestValidation(t *testing.T) {
-	s := framework.Start(t)
+	s := framework.StartAPI(t)
 	ctx := context.Background()
 	c := s.Client(t)
 
@@ -129,7 +129,7 @@ func TestValidation(t *testing.T) {
 }
 
 func TestImmutableFields(t *testing.T) {
-	s := framework.Start(t)
+	s := framework.StartAPI(t)
 	ctx := context.Background()
 	c := s.Client(t)
 

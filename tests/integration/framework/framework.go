@@ -55,8 +55,26 @@ func FreePort(t testing.TB) int {
 // The server is stopped when the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return StartWith(t, Config(t))
+}
+
+// StartAPI runs a server whose controller manager runs only what a
+// namespace needs (its default service account, its root CA config map,
+// its deletion): tests of the API itself, which read an object and then
+// update it, are not raced by controllers writing to the same objects.
+func StartAPI(t testing.TB) *Server {
+	t.Helper()
+	cfg := Config(t)
+	cfg.ControllerManager = Controllers("serviceaccount-controller", "root-ca-certificate-publisher-controller", "namespace-controller")
+	return StartWith(t, cfg)
+}
+
+// Config is the configuration Start uses: a new data directory, free
+// loopback ports, every controller, no agent.
+func Config(t testing.TB) server.Config {
+	t.Helper()
 	dir := t.TempDir()
-	cfg := server.Config{
+	return server.Config{
 		DataDir:          filepath.Join(dir, "data"),
 		BindAddress:      "127.0.0.1",
 		HTTPSPort:        FreePort(t),
@@ -68,7 +86,6 @@ func Start(t testing.TB) *Server {
 		// The control plane only: the node agent and containerd are e2e's.
 		DisableAgent: true,
 	}
-	return StartWith(t, cfg)
 }
 
 // StartWith runs a server with cfg (e.g. an existing data directory).

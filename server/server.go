@@ -420,18 +420,39 @@ func (s *Server) Run(ctx context.Context) error {
 		select {
 		case <-api.Ready():
 			close(s.ready)
-			// Start-up is over: give back the pages only it needed.
-			if n, err := memtrim.Trim(); err != nil {
-				logger.V(2).Info("Could not trim start-up memory", "err", err)
-			} else {
-				logger.V(4).Info("Trimmed start-up memory", "mappedBytes", n)
-			}
 		case <-ctx.Done():
+			return
 		}
+		// Start-up is over: give back the pages only it needed, once the
+		// apiserver serves and again once the controllers and the node
+		// have started too.
+		trim(logger, "apiserver")
+		select {
+		case <-cm.Ready():
+		case <-ctx.Done():
+			return
+		}
+		if node != nil {
+			select {
+			case <-node.Ready():
+			case <-ctx.Done():
+				return
+			}
+		}
+		trim(logger, "all")
 	}()
 
 	logger.Info("Starting k1s server", "dataDir", s.cfg.DataDir, "kubeconfig", s.cfg.WriteKubeconfig)
 	return supervisor.New(tiers...).Run(ctx)
+}
+
+// trim gives back start-up memory (see internal/memtrim).
+func trim(logger klog.Logger, after string) {
+	if n, err := memtrim.Trim(); err != nil {
+		logger.V(2).Info("Could not trim start-up memory", "err", err)
+	} else {
+		logger.V(4).Info("Trimmed start-up memory", "after", after, "mappedBytes", n)
+	}
 }
 
 func checkWritable(dir string) error {

@@ -174,6 +174,9 @@ func (s *Server) genericConfig() (*genericapiserver.RecommendedConfig, *generico
 	gc.LoopbackClientConfig.QPS = 200
 	gc.LoopbackClientConfig.Burst = 400
 	gc.LoopbackClientConfig.ContentType = runtime.ContentTypeProtobuf
+	// Loopback: gzip would cost CPU on both ends and a compressor's
+	// buffers (~1 MB) per watch.
+	gc.LoopbackClientConfig.DisableCompression = true
 	gc.PublicAddress = s.cfg.AdvertiseAddress
 	gc.ExternalAddress = fmt.Sprintf("%s:%d", s.cfg.AdvertiseAddress, s.cfg.SecurePort)
 	gc.LongRunningFunc = longRunning

@@ -60,7 +60,8 @@ func freePort() int {
 func (s *server) start() (time.Duration, error) {
 	args := []string{"server", "--data-dir", filepath.Join(s.dir, "data"), "--write-kubeconfig", filepath.Join(s.dir, "kubeconfig"),
 		"--https-listen-port", strconv.Itoa(s.port), "--bind-address", "127.0.0.1",
-		"--etcd-client-port", strconv.Itoa(freePort()), "--etcd-peer-port", strconv.Itoa(freePort())}
+		"--etcd-client-port", strconv.Itoa(freePort()), "--etcd-peer-port", strconv.Itoa(freePort()),
+		"--disable-agent"}
 	log, err := os.OpenFile(filepath.Join(s.dir, "k1s.log"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return 0, err

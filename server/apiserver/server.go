@@ -206,6 +206,11 @@ func (s *Server) genericConfig() (*genericapiserver.RecommendedConfig, *generico
 	if err := etcdOpts.ApplyWithStorageFactoryTo(sf, &gc.Config); err != nil {
 		return nil, nil, fmt.Errorf("configure etcd storage: %w", err)
 	}
+	gc.RESTOptionsGetter = sharedStorageGetter{
+		inner:      gc.RESTOptionsGetter,
+		etcd:       &sharedEtcd{transport: sc.Transport},
+		watchCache: etcdOpts.EnableWatchCache,
+	}
 	return gc, etcdOpts, nil
 }
 

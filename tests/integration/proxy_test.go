@@ -65,7 +65,7 @@ func fakeAgent(t *testing.T, s *framework.Server, handler http.HandlerFunc) int 
 }
 
 func TestAgentProxy(t *testing.T) {
-	s := framework.Start(t)
+	s := framework.StartAPI(t)
 	ctx := context.Background()
 	c := s.Client(t)
 	port := fakeAgent(t, s, func(w http.ResponseWriter, r *http.Request) {

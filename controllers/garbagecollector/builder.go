@@ -3,6 +3,7 @@ package garbagecollector
 import (
 	"fmt"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/metadata/metadatainformer"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -36,11 +38,34 @@ type event struct {
 	gvk     schema.GroupVersionKind
 }
 
-// monitor watches one resource.
+// monitor watches one resource: with an informer of its own (metadata
+// only), or with a handler on the controller manager's shared informer
+// for that resource, whose cache the other controllers already hold.
 type monitor struct {
 	informer cache.SharedIndexInformer
 	stop     chan struct{}
 	started  bool
+	// reg is the handler on a shared informer (nil for an own informer).
+	reg cache.ResourceEventHandlerRegistration
+}
+
+// synced reports whether the monitor has seen the resource's initial list.
+func (m *monitor) synced() bool {
+	if m.reg != nil {
+		return m.reg.HasSynced()
+	}
+	return m.informer.HasSynced()
+}
+
+// halt stops an own informer, or removes the handler from a shared one.
+func (m *monitor) halt() {
+	if m.reg != nil {
+		_ = m.informer.RemoveEventHandler(m.reg)
+		return
+	}
+	if m.started {
+		close(m.stop)
+	}
 }
 
 // syncMonitors makes the monitored resources exactly resources (less the
@@ -72,9 +97,7 @@ func (gc *GarbageCollector) syncMonitors(logger klog.Logger, resources map[schem
 		added++
 	}
 	for _, m := range old {
-		if m.started {
-			close(m.stop)
-		}
+		m.halt()
 	}
 	gc.monitors = current
 	logger.V(4).Info("Synced garbage collector monitors", "added", added, "removed", len(old), "total", len(current))
@@ -86,6 +109,15 @@ func (gc *GarbageCollector) syncMonitors(logger klog.Logger, resources map[schem
 }
 
 func (gc *GarbageCollector) newMonitor(gvr schema.GroupVersionResource, kind schema.GroupVersionKind) *monitor {
+	handler := gc.handler(kind)
+	if gc.sharedRunning(kind) {
+		if gi, err := gc.shared.ForResource(gvr); err == nil {
+			inf := gi.Informer()
+			if reg, err := inf.AddEventHandler(handler); err == nil {
+				return &monitor{informer: inf, reg: reg}
+			}
+		}
+	}
 	inf := metadatainformer.NewFilteredMetadataInformer(gc.metadata, gvr, metav1.NamespaceAll, 0, cache.Indexers{}, nil).Informer()
 	_ = inf.SetTransform(func(obj any) (any, error) {
 		if a, err := meta.Accessor(obj); err == nil {
@@ -93,7 +125,32 @@ func (gc *GarbageCollector) newMonitor(gvr schema.GroupVersionResource, kind sch
 		}
 		return obj, nil
 	})
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	_, _ = inf.AddEventHandler(handler)
+	return &monitor{informer: inf, stop: make(chan struct{})}
+}
+
+// sharedRunning reports whether the shared factory runs an informer for
+// kind already: only then is sharing worth it. A typed informer for a kind
+// no controller watches would cache whole objects and fault in that kind's
+// decoding code, where a metadata informer needs neither.
+func (gc *GarbageCollector) sharedRunning(kind schema.GroupVersionKind) bool {
+	if gc.shared == nil {
+		return false
+	}
+	obj, err := scheme.Scheme.New(kind)
+	if err != nil {
+		return false
+	}
+	closed := make(chan struct{})
+	close(closed)
+	_, running := gc.shared.WaitForCacheSync(closed)[reflect.TypeOf(obj)]
+	return running
+}
+
+// handler turns an informer's notifications about objects of kind into
+// graph changes.
+func (gc *GarbageCollector) handler(kind schema.GroupVersionKind) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) {
 			if a, err := meta.Accessor(obj); err == nil {
 				gc.graphChanges.Add(&event{typ: addEvent, obj: a, gvk: kind})
@@ -115,8 +172,7 @@ func (gc *GarbageCollector) newMonitor(gvr schema.GroupVersionResource, kind sch
 				gc.graphChanges.Add(&event{typ: deleteEvent, obj: a, gvk: kind})
 			}
 		},
-	})
-	return &monitor{informer: inf, stop: make(chan struct{})}
+	}
 }
 
 // startMonitors runs the monitors not yet running, unless the collector
@@ -127,12 +183,22 @@ func (gc *GarbageCollector) startMonitors() {
 	if gc.stopped {
 		return
 	}
+	startShared := false
 	for _, m := range gc.monitors {
-		if !m.started {
-			m.started = true
-			inf, stop := m.informer, m.stop
-			gc.monitorWG.Go(func() { inf.Run(stop) })
+		if m.started {
+			continue
 		}
+		m.started = true
+		if m.reg != nil {
+			startShared = true
+			continue
+		}
+		inf, stop := m.informer, m.stop
+		gc.monitorWG.Go(func() { inf.Run(stop) })
+	}
+	if startShared {
+		// Shared informers run for the controller manager's term.
+		gc.shared.Start(gc.sharedStop)
 	}
 }
 
@@ -142,9 +208,7 @@ func (gc *GarbageCollector) stopMonitors() {
 	gc.monitorMu.Lock()
 	gc.stopped = true
 	for _, m := range gc.monitors {
-		if m.started {
-			close(m.stop)
-		}
+		m.halt()
 	}
 	gc.monitors = nil
 	gc.monitorMu.Unlock()
@@ -159,7 +223,7 @@ func (gc *GarbageCollector) isSynced() bool {
 		return false
 	}
 	for _, m := range gc.monitors {
-		if !m.informer.HasSynced() {
+		if !m.synced() {
 			return false
 		}
 	}
@@ -171,7 +235,7 @@ func (gc *GarbageCollector) resourceSynced(gvr schema.GroupVersionResource) bool
 	gc.monitorMu.Lock()
 	defer gc.monitorMu.Unlock()
 	m, ok := gc.monitors[gvr]
-	return ok && m.informer.HasSynced()
+	return ok && m.synced()
 }
 
 // processGraphChanges applies queued events to the graph until the queue

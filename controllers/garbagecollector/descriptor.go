@@ -50,7 +50,10 @@ func Descriptor(cfg Config) manager.Controller {
 			if err != nil {
 				return err
 			}
-			cc.Go(gc.Run)
+			cc.Go(func(ctx context.Context) error {
+				gc.UseSharedInformers(cc.InformerFactory, ctx.Done())
+				return gc.Run(ctx)
+			})
 			return nil
 		},
 	}

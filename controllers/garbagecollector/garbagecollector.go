@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -110,6 +111,22 @@ type GarbageCollector struct {
 	monitorWG sync.WaitGroup
 	stopped   bool
 	ignored   map[schema.GroupResource]struct{}
+
+	// shared, when set, provides the informers of the resources it knows
+	// (the built-in ones), started with sharedStop.
+	shared     informers.SharedInformerFactory
+	sharedStop <-chan struct{}
+}
+
+// UseSharedInformers makes the collector watch the resources for which
+// factory already runs an informer through that informer, so that an
+// object another controller caches is not cached twice; it watches the
+// others with metadata informers of its own. (kube-controller-manager's
+// collector takes a typed informer for every built-in resource; k1s keeps
+// metadata informers where no controller needs more.) stop is the
+// factory's. Call it before Run.
+func (gc *GarbageCollector) UseSharedInformers(factory informers.SharedInformerFactory, stop <-chan struct{}) {
+	gc.shared, gc.sharedStop = factory, stop
 }
 
 // New returns a garbage collector that watches, reads, patches and

@@ -22,16 +22,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 
-	"github.com/k1s/k1s/controllers/clusterroleaggregation"
-	"github.com/k1s/k1s/controllers/disruption"
 	"github.com/k1s/k1s/controllers/endpoints"
 	"github.com/k1s/k1s/controllers/endpointslice"
-	"github.com/k1s/k1s/controllers/garbagecollector"
-	"github.com/k1s/k1s/controllers/manager"
-	"github.com/k1s/k1s/controllers/resourcequota"
+	"github.com/k1s/k1s/server"
 	"github.com/k1s/k1s/tests/integration/framework"
 )
 
@@ -40,50 +35,21 @@ import (
 // controllers (with their own service accounts' credentials, so their RBAC
 // roles are exercised) against one control plane.
 func TestHousekeepingControllers(t *testing.T) {
-	s := framework.Start(t)
+	cfg := framework.Config(t)
+	cfg.ControllerManager = framework.Controllers("serviceaccount-controller", "root-ca-certificate-publisher-controller", "namespace-controller",
+		"endpoints-controller", "endpointslice-controller", "garbage-collector-controller", "disruption-controller",
+		"resourcequota-controller", "clusterrole-aggregation-controller")
+	settings := server.DefaultControllerSettings()
+	// Rediscovery (a custom resource owner appearing) within seconds.
+	settings.GarbageCollector.SyncPeriod = 2 * time.Second
+	cfg.Controllers = &settings
+	s := framework.StartWith(t, cfg)
 	c := s.Client(t)
-	gcStartControllers(t, s)
 	t.Run("endpoints", func(t *testing.T) { gcTestEndpoints(t, c) })
 	t.Run("garbage collector", func(t *testing.T) { gcTestGarbageCollector(t, s, c) })
 	t.Run("disruption budget", func(t *testing.T) { gcTestDisruption(t, c) })
 	t.Run("resource quota", func(t *testing.T) { gcTestResourceQuota(t, c) })
 	t.Run("clusterrole aggregation", func(t *testing.T) { gcTestAggregation(t, c) })
-}
-
-// gcStartControllers runs the controllers in a manager of the test's own.
-// Once k1s server registers them itself, this manager is to go.
-func gcStartControllers(t *testing.T, s *framework.Server) {
-	t.Helper()
-	cfg := manager.DefaultConfig()
-	cfg.LeaderElect = false
-	cfg.KubeAPIQPS, cfg.KubeAPIBurst = 200, 400
-	m, err := manager.New(cfg, s.RESTConfig(t),
-		endpoints.Descriptor(endpoints.Config{}),
-		endpointslice.Descriptor(endpointslice.Config{}),
-		garbagecollector.Descriptor(garbagecollector.Config{SyncPeriod: 2 * time.Second}),
-		disruption.Descriptor(),
-		resourcequota.Descriptor(resourcequota.Config{}),
-		clusterroleaggregation.Descriptor(),
-	)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background()))
-	done := make(chan error, 1)
-	go func() { done <- m.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("controller manager: %v", err)
-		}
-	})
-	select {
-	case <-m.Ready():
-	case err := <-done:
-		t.Fatalf("controller manager stopped: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("controller manager not ready")
-	}
 }
 
 func gcPoll(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {

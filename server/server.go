@@ -26,6 +26,7 @@ import (
 	"github.com/k1s/k1s/internal/memtrim"
 	"github.com/k1s/k1s/internal/supervisor"
 	"github.com/k1s/k1s/server/apiserver"
+	"github.com/k1s/k1s/server/auth/serviceaccount"
 	"github.com/k1s/k1s/server/pki"
 )
 
@@ -339,8 +340,10 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	first := supervisor.Tier{}
 	if runtime != nil {
-		// containerd needs nothing from the control plane: start it with etcd.
-		first = append(first, supervisor.Named{Name: "containerd", Component: runtime})
+		// containerd needs nothing from the control plane: start it with
+		// etcd, but let the apiserver start as soon as etcd is ready (the
+		// node waits for containerd itself).
+		first = append(first, supervisor.Named{Name: "containerd", Component: notGating{runtime}})
 	}
 	etcdServers := strings.Split(s.cfg.DatastoreEndpoint, ",")
 	etcdCA, etcdCert, etcdKey := s.cfg.DatastoreCAFile, s.cfg.DatastoreCertFile, s.cfg.DatastoreKeyFile
@@ -364,6 +367,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if len(first) > 0 {
 		tiers = append(tiers, first)
 	}
+	saKeyFile := filepath.Join(s.serverDir(), "tls", "service.key")
 	api, err := apiserver.New(apiserver.Config{
 		BindAddress:                         s.p.bindAddress,
 		SecurePort:                          s.cfg.HTTPSPort,
@@ -381,14 +385,24 @@ func (s *Server) Run(ctx context.Context) error {
 		ServerCAFile:                        cluster.ServerCA.CertFile,
 		AgentClientCertFile:                 cluster.APIServerClient.CertFile,
 		AgentClientKeyFile:                  cluster.APIServerClient.KeyFile,
-		ServiceAccountKeyFile:               filepath.Join(s.serverDir(), "tls", "service.key"),
+		ServiceAccountKeyFile:               saKeyFile,
 		DefaultNotReadyTolerationSeconds:    s.cfg.DefaultNotReadyTolerationSeconds,
 		DefaultUnreachableTolerationSeconds: s.cfg.DefaultUnreachableTolerationSeconds,
 	})
 	if err != nil {
 		return err
 	}
-	tiers = append(tiers, supervisor.Tier{{Name: "apiserver", Component: api}})
+	// A new service-account signing key (RSA 2048: up to a second of CPU)
+	// is made while etcd starts, not after.
+	saKey := make(chan error, 1)
+	go func() {
+		_, created, err := serviceaccount.LoadOrCreateSigningKey(saKeyFile)
+		if created {
+			logger.Info("Created service-account signing key", "path", saKeyFile)
+		}
+		saKey <- err
+	}()
+	tiers = append(tiers, supervisor.Tier{{Name: "apiserver", Component: afterKey{key: saKey, Server: api}}})
 
 	rootCA, err := os.ReadFile(cluster.ServerCA.CertFile)
 	if err != nil {
@@ -413,7 +427,11 @@ func (s *Server) Run(ctx context.Context) error {
 			return err
 		}
 		labeler := &controlPlaneLabeler{client: kubernetes.NewForConfigOrDie(adminCfg), nodeName: s.cfg.NodeName}
-		last = append(last, supervisor.Named{Name: "node", Component: node}, supervisor.Named{Name: "node-labels", Component: ignoreCancel{labeler}})
+		var n supervisor.Component = node
+		if runtime != nil {
+			n = afterReady{dep: runtime.Ready(), Node: node}
+		}
+		last = append(last, supervisor.Named{Name: "node", Component: n}, supervisor.Named{Name: "node-labels", Component: ignoreCancel{labeler}})
 	}
 	tiers = append(tiers, last)
 	go func() {
@@ -494,6 +512,46 @@ func uniqueIPs(ips ...net.IP) []net.IP {
 func kubeletVersion() string { return kubeversion.Get().GitVersion }
 
 // ignoreCancel turns a component's context error on cancel into a clean stop.
+// notGating runs a component without holding up the next tiers: it hides
+// the component's readiness from the supervisor.
+type notGating struct{ c supervisor.Component }
+
+func (n notGating) Run(ctx context.Context) error { return n.c.Run(ctx) }
+
+// afterReady runs the component once dep is closed; its readiness is the
+// component's.
+type afterReady struct {
+	dep <-chan struct{}
+	*agent.Node
+}
+
+func (a afterReady) Run(ctx context.Context) error {
+	select {
+	case <-a.dep:
+	case <-ctx.Done():
+		return nil
+	}
+	return a.Node.Run(ctx)
+}
+
+// afterKey runs the apiserver once its service-account key exists.
+type afterKey struct {
+	key <-chan error
+	*apiserver.Server
+}
+
+func (a afterKey) Run(ctx context.Context) error {
+	select {
+	case err := <-a.key:
+		if err != nil {
+			return fmt.Errorf("service-account signing key: %w", err)
+		}
+	case <-ctx.Done():
+		return nil
+	}
+	return a.Server.Run(ctx)
+}
+
 type ignoreCancel struct{ supervisor.Component }
 
 func (c ignoreCancel) Run(ctx context.Context) error {

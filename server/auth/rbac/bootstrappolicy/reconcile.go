@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -51,33 +52,71 @@ func AllClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 // Update conflicts are retried. Every object is attempted; the errors of
 // those that failed are returned joined. Reconcile is idempotent.
 func Reconcile(ctx context.Context, client kubernetes.Interface) error {
-	var errs []error
+	var tasks []func() error
 	for _, want := range AllClusterRoles() {
-		if err := reconcileClusterRole(ctx, client, want.DeepCopy()); err != nil {
-			errs = append(errs, fmt.Errorf("reconcile clusterrole %q: %w", want.Name, err))
-		}
+		tasks = append(tasks, func() error {
+			if err := reconcileClusterRole(ctx, client, want.DeepCopy()); err != nil {
+				return fmt.Errorf("reconcile clusterrole %q: %w", want.Name, err)
+			}
+			return nil
+		})
 	}
 	for _, want := range AllClusterRoleBindings() {
-		if err := reconcileClusterRoleBinding(ctx, client, want.DeepCopy()); err != nil {
-			errs = append(errs, fmt.Errorf("reconcile clusterrolebinding %q: %w", want.Name, err))
-		}
+		tasks = append(tasks, func() error {
+			if err := reconcileClusterRoleBinding(ctx, client, want.DeepCopy()); err != nil {
+				return fmt.Errorf("reconcile clusterrolebinding %q: %w", want.Name, err)
+			}
+			return nil
+		})
 	}
 	roles := NamespaceRoles()
 	for _, ns := range slices.Sorted(maps.Keys(roles)) {
 		for _, want := range roles[ns] {
-			if err := reconcileRole(ctx, client, want.DeepCopy()); err != nil {
-				errs = append(errs, fmt.Errorf("reconcile role %s/%s: %w", ns, want.Name, err))
-			}
+			tasks = append(tasks, func() error {
+				if err := reconcileRole(ctx, client, want.DeepCopy()); err != nil {
+					return fmt.Errorf("reconcile role %s/%s: %w", ns, want.Name, err)
+				}
+				return nil
+			})
 		}
 	}
 	bindings := NamespaceRoleBindings()
 	for _, ns := range slices.Sorted(maps.Keys(bindings)) {
 		for _, want := range bindings[ns] {
-			if err := reconcileRoleBinding(ctx, client, want.DeepCopy()); err != nil {
-				errs = append(errs, fmt.Errorf("reconcile rolebinding %s/%s: %w", ns, want.Name, err))
-			}
+			tasks = append(tasks, func() error {
+				if err := reconcileRoleBinding(ctx, client, want.DeepCopy()); err != nil {
+					return fmt.Errorf("reconcile rolebinding %s/%s: %w", ns, want.Name, err)
+				}
+				return nil
+			})
 		}
 	}
+	return runAll(tasks, reconcileWorkers)
+}
+
+// reconcileWorkers bounds the objects reconciled at once. The objects are
+// independent (a binding may name a role not yet created), and one at a
+// time a new cluster's ~150 objects took most of a second.
+const reconcileWorkers = 8
+
+// runAll runs the tasks, workers at a time, and joins their errors in the
+// tasks' order.
+func runAll(tasks []func() error, workers int) error {
+	errs := make([]error, len(tasks))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(workers, len(tasks)) {
+		wg.Go(func() {
+			for i := range next {
+				errs[i] = tasks[i]()
+			}
+		})
+	}
+	for i := range tasks {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 	return errors.Join(errs...)
 }
 

@@ -354,7 +354,9 @@ func TestBatchControllers(t *testing.T) {
 		ns := "job-ttl"
 		batchNamespace(ctx, t, c, ns)
 		j := batchTestJob("brief", 1, 1)
-		j.Spec.TTLSecondsAfterFinished = ptr.To[int32](1)
+		// Long enough for the poll below to see the job complete before it
+		// goes, on a loaded machine too.
+		j.Spec.TTLSecondsAfterFinished = ptr.To[int32](3)
 		if _, err := c.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}

@@ -334,10 +334,16 @@ func anyRunning(shims []Shim) bool {
 // stopContainerd stops the containerd named by the pid file.
 func stopContainerd(ctx context.Context, cfg Config, sys System) error {
 	p, ok, err := containerdProcess(cfg, sys)
-	if err != nil || !ok {
+	if err != nil {
 		return err
 	}
-	if err := terminate(ctx, sys, p.Pid, "containerd", cfg.Timeout); err != nil {
+	if !ok {
+		// A pid file whose containerd has exited (its pid maybe reused
+		// since) is stale: remove it, touching no process.
+		if _, found, err := sys.ReadPid(cfg.PidFile); err != nil || !found {
+			return err
+		}
+	} else if err := terminate(ctx, sys, p.Pid, "containerd", cfg.Timeout); err != nil {
 		return err
 	}
 	if err := sys.Remove(cfg.PidFile); err != nil {

@@ -214,6 +214,8 @@ func TestRunStopsK1sThenPodsThroughTemporaryContainerd(t *testing.T) {
 		"start temporary containerd",
 		"stop sandbox sb1",
 		"stop temporary containerd",
+		// The containerd k1s ran has exited: its pid file is stale.
+		"remove /run/k1s/containerd/containerd.pid",
 		"unmount /var/lib/k1s/agent/pods/u1/volumes/kubernetes.io~secret/token",
 		"unmount /run/k1s/containerd/io.containerd.grpc.v1.cri/netns/cni-1",
 		"remove /run/k1s/containerd/io.containerd.grpc.v1.cri/netns/cni-1",
@@ -269,7 +271,7 @@ func TestRunNeverSignalsAReusedPid(t *testing.T) {
 	if err := Run(context.Background(), testCfg, f); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"signal 300 killed (shim)"}
+	want := []string{"remove /run/k1s/containerd/containerd.pid", "signal 300 killed (shim)"}
 	if !reflect.DeepEqual(f.actions, want) {
 		t.Errorf("actions:\n got %q\nwant %q", f.actions, want)
 	}

@@ -79,6 +79,7 @@ func (gc *GarbageCollector) syncMonitors(logger klog.Logger, resources map[schem
 	current := map[schema.GroupVersionResource]*monitor{}
 	var errs []string
 	added := 0
+	running := gc.runningShared()
 	for gvr := range resources {
 		if _, ignored := gc.ignored[gvr.GroupResource()]; ignored {
 			continue
@@ -93,7 +94,7 @@ func (gc *GarbageCollector) syncMonitors(logger klog.Logger, resources map[schem
 			errs = append(errs, fmt.Sprintf("look up kind of %s: %v", gvr, err))
 			continue
 		}
-		current[gvr] = gc.newMonitor(gvr, kind)
+		current[gvr] = gc.newMonitor(gvr, kind, running)
 		added++
 	}
 	for _, m := range old {
@@ -108,9 +109,9 @@ func (gc *GarbageCollector) syncMonitors(logger klog.Logger, resources map[schem
 	return nil
 }
 
-func (gc *GarbageCollector) newMonitor(gvr schema.GroupVersionResource, kind schema.GroupVersionKind) *monitor {
+func (gc *GarbageCollector) newMonitor(gvr schema.GroupVersionResource, kind schema.GroupVersionKind, running map[reflect.Type]bool) *monitor {
 	handler := gc.handler(kind)
-	if gc.sharedRunning(kind) {
+	if sharedRunning(running, kind) {
 		if gi, err := gc.shared.ForResource(gvr); err == nil {
 			inf := gi.Informer()
 			if reg, err := inf.AddEventHandler(handler); err == nil {
@@ -129,22 +130,32 @@ func (gc *GarbageCollector) newMonitor(gvr schema.GroupVersionResource, kind sch
 	return &monitor{informer: inf, stop: make(chan struct{})}
 }
 
-// sharedRunning reports whether the shared factory runs an informer for
-// kind already: only then is sharing worth it. A typed informer for a kind
-// no controller watches would cache whole objects and fault in that kind's
-// decoding code, where a metadata informer needs neither.
-func (gc *GarbageCollector) sharedRunning(kind schema.GroupVersionKind) bool {
+// runningShared returns the object types the shared factory runs
+// informers for (none without a factory).
+func (gc *GarbageCollector) runningShared() map[reflect.Type]bool {
 	if gc.shared == nil {
+		return nil
+	}
+	closed := make(chan struct{})
+	close(closed)
+	return gc.shared.WaitForCacheSync(closed)
+}
+
+// sharedRunning reports whether the shared factory runs an informer for
+// kind already (running is runningShared's answer): only then is sharing
+// worth it. A typed informer for a kind no controller watches would cache
+// whole objects and fault in that kind's decoding code, where a metadata
+// informer needs neither.
+func sharedRunning(running map[reflect.Type]bool, kind schema.GroupVersionKind) bool {
+	if len(running) == 0 {
 		return false
 	}
 	obj, err := scheme.Scheme.New(kind)
 	if err != nil {
 		return false
 	}
-	closed := make(chan struct{})
-	close(closed)
-	_, running := gc.shared.WaitForCacheSync(closed)[reflect.TypeOf(obj)]
-	return running
+	_, ok := running[reflect.TypeOf(obj)]
+	return ok
 }
 
 // handler turns an informer's notifications about objects of kind into

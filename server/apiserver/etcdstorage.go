@@ -31,7 +31,8 @@ const (
 	etcdKeepAliveTimeout = 10 * time.Second
 )
 
-// sharedEtcd gives the storage of every built-in resource one etcd client.
+// sharedEtcd gives the storage of every built-in resource, and k1s's own
+// keys (service IP and node-port allocations), one etcd client.
 // k8s.io/apiserver's storage factory dials etcd once per resource: some 45
 // gRPC connections here, each with a handful of goroutines and its buffers
 // on both ends (in one process, with the embedded etcd, both ends are

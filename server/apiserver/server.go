@@ -55,7 +55,9 @@ func (s *Server) Run(ctx context.Context) error {
 	logger := klog.FromContext(ctx).WithName("apiserver")
 	ctx = klog.NewContext(ctx, logger)
 
-	gc, etcdOpts, err := s.genericConfig()
+	// One etcd client for every resource's storage and for k1s's own keys.
+	shared := &sharedEtcd{transport: s.etcdTransport()}
+	gc, etcdOpts, err := s.genericConfig(shared)
 	if err != nil {
 		return err
 	}
@@ -67,15 +69,15 @@ func (s *Server) Run(ctx context.Context) error {
 	gc.SharedInformerFactory = factory
 	gc.ClientConfig = gc.LoopbackClientConfig
 
-	etcdClient, err := newEtcdClient(&s.cfg)
+	etcdClient, _, err := shared.acquire(storagebackend.DefaultCompactInterval)
 	if err != nil {
 		return err
 	}
-	defer etcdClient.Close()
+	defer shared.release()
 	deps := &dependencies{cfg: &s.cfg, client: client, informers: factory, logger: logger,
 		serviceAllocators: &service.Allocators{
-			IPs:   service.NewIPAllocator(etcdClient, s.cfg.EtcdPrefix+"/k1s/serviceips/", s.cfg.ServiceCIDR),
-			Ports: service.NewPortAllocator(etcdClient, s.cfg.EtcdPrefix+"/k1s/nodeports/", s.cfg.NodePortRange),
+			IPs:   service.NewIPAllocator(etcdClient.Client, s.cfg.EtcdPrefix+"/k1s/serviceips/", s.cfg.ServiceCIDR),
+			Ports: service.NewPortAllocator(etcdClient.Client, s.cfg.EtcdPrefix+"/k1s/nodeports/", s.cfg.NodePortRange),
 		}}
 	if err := deps.applyAuth(gc); err != nil {
 		return err
@@ -142,7 +144,17 @@ var specialPrefixes = map[schema.GroupResource]string{
 	{Group: "networking.k8s.io", Resource: "ingresses"}: "ingress",
 }
 
-func (s *Server) genericConfig() (*genericapiserver.RecommendedConfig, *genericoptions.EtcdOptions, error) {
+// etcdTransport is how the apiserver reaches the datastore.
+func (s *Server) etcdTransport() storagebackend.TransportConfig {
+	return storagebackend.TransportConfig{
+		ServerList:    s.cfg.EtcdServers,
+		CertFile:      s.cfg.EtcdCertFile,
+		KeyFile:       s.cfg.EtcdKeyFile,
+		TrustedCAFile: s.cfg.EtcdCAFile,
+	}
+}
+
+func (s *Server) genericConfig(shared *sharedEtcd) (*genericapiserver.RecommendedConfig, *genericoptions.EtcdOptions, error) {
 	gc := genericapiserver.NewRecommendedConfig(scheme.Codecs)
 	gc.RequestTimeout = 60 * time.Second
 	gc.FeatureGate = utilfeature.DefaultFeatureGate
@@ -184,10 +196,7 @@ func (s *Server) genericConfig() (*genericapiserver.RecommendedConfig, *generico
 
 	// Storage.
 	sc := storagebackend.NewDefaultConfig(s.cfg.EtcdPrefix, nil)
-	sc.Transport.ServerList = s.cfg.EtcdServers
-	sc.Transport.CertFile = s.cfg.EtcdCertFile
-	sc.Transport.KeyFile = s.cfg.EtcdKeyFile
-	sc.Transport.TrustedCAFile = s.cfg.EtcdCAFile
+	sc.Transport = s.etcdTransport()
 	etcdOpts := genericoptions.NewEtcdOptions(sc)
 	etcdOpts.DefaultStorageMediaType = runtime.ContentTypeProtobuf
 	etcdOpts.EnableWatchCache = !s.cfg.DisableWatchCache
@@ -208,7 +217,7 @@ func (s *Server) genericConfig() (*genericapiserver.RecommendedConfig, *generico
 	}
 	gc.RESTOptionsGetter = sharedStorageGetter{
 		inner:      gc.RESTOptionsGetter,
-		etcd:       &sharedEtcd{transport: sc.Transport},
+		etcd:       shared,
 		watchCache: etcdOpts.EnableWatchCache,
 	}
 	return gc, etcdOpts, nil

@@ -140,9 +140,15 @@ func (s *Server) Run(ctx context.Context) error {
 	ec.EnableGRPCGateway = false
 	ec.LogLevel = s.cfg.LogLevel
 	ec.LogOutputs = []string{"stderr"}
-	if _, err := zapcore.ParseLevel(ec.LogLevel); err != nil {
+	level, err := zapcore.ParseLevel(ec.LogLevel)
+	if err != nil {
 		return fmt.Errorf("etcd log level %q: %w", ec.LogLevel, err)
 	}
+	lg, err := NewLogger(level)
+	if err != nil {
+		return err
+	}
+	ec.ZapLoggerBuilder = embed.NewZapLoggerBuilder(lg)
 
 	e, err := embed.StartEtcd(ec)
 	if err != nil {

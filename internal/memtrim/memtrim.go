@@ -4,9 +4,18 @@
 // garbage collector has freed.
 //
 // Executable pages are read-only file mappings: dropping them from the
-// process's page tables loses nothing — they stay in the page cache and
-// fault back in (a minor fault) when code runs again. Writable mappings
-// are never touched.
+// process's page tables loses nothing — they fault back in when code runs
+// again. Writable mappings are never touched.
+//
+// Dropping them from the page tables alone is not enough on kernels whose
+// page cache holds large folios (ext4 and xfs since Linux 6.x): the
+// start-up readahead filled the cache with folios of up to a few MiB, and a
+// fault maps the whole folio, so a handful of faults brought tens of MiB
+// back within seconds. Trim therefore also evicts the executable's pages
+// that no process maps any more from the page cache, and marks the
+// mappings random-access (no readahead): pages fault back one at a time,
+// read again from disk, so what stays resident is what the process really
+// runs.
 package memtrim
 
 import (
@@ -20,9 +29,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Trim drops the executable's clean read-only pages from the page tables
-// and returns freed heap to the OS. It returns the number of bytes of
-// mappings advised.
+// Trim drops the executable's clean read-only pages from the page tables,
+// evicts those no process maps from the page cache, and returns freed
+// heap to the OS. It returns the number of bytes of mappings advised.
 func Trim() (int64, error) {
 	debug.FreeOSMemory()
 	exe, err := os.Readlink("/proc/self/exe")
@@ -54,14 +63,34 @@ func Trim() (int64, error) {
 		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, start, end-start, unix.MADV_DONTNEED); errno != 0 {
 			return total, fmt.Errorf("madvise %s: %w", fields[0], errno)
 		}
-		// From now on fault in only the pages code really touches, not the
-		// 64 KiB around each (fault-around) or readahead.
+		// From now on read in only the pages code really touches: no
+		// readahead, so no large folios either.
 		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, start, end-start, unix.MADV_RANDOM); errno != 0 {
 			return total, fmt.Errorf("madvise %s: %w", fields[0], errno)
 		}
 		total += int64(end - start)
 	}
-	return total, sc.Err()
+	if err := sc.Err(); err != nil {
+		return total, fmt.Errorf("read mappings: %w", err)
+	}
+	if err := evict(exe); err != nil {
+		return total, err
+	}
+	return total, nil
+}
+
+// evict drops the file's cached pages that are not mapped by any process
+// (the kernel keeps mapped and dirty ones).
+func evict(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open executable: %w", err)
+	}
+	defer f.Close()
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		return fmt.Errorf("evict %s from the page cache: %w", path, err)
+	}
+	return nil
 }
 
 func parseRange(s string) (uintptr, uintptr, bool) {

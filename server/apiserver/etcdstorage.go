@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"go.etcd.io/etcd/client/pkg/v3/logutil"
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	etcdkube "go.etcd.io/etcd/client/v3/kubernetes"
@@ -22,6 +21,8 @@ import (
 	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/k1s/k1s/embed/etcd"
 )
 
 // The etcd client's dial settings, kube-apiserver's.
@@ -86,9 +87,9 @@ func newStorageEtcdClient(t storagebackend.TransportConfig) (*etcdkube.Client, e
 	if t.CertFile != "" || t.KeyFile != "" || t.TrustedCAFile != "" {
 		tlsInfo = &transport.TLSInfo{CertFile: t.CertFile, KeyFile: t.KeyFile, TrustedCAFile: t.TrustedCAFile}
 	}
-	logger, err := logutil.CreateDefaultZapLogger(zap.ErrorLevel)
+	logger, err := etcd.NewLogger(zap.ErrorLevel)
 	if err != nil {
-		return nil, fmt.Errorf("etcd client logger: %w", err)
+		return nil, err
 	}
 	cfg := clientv3.Config{
 		Endpoints:            t.ServerList,

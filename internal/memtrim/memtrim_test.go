@@ -1,0 +1,82 @@
+package memtrim
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// exeRSS sums the resident kilobytes of this process's read-only
+// mappings of its own executable.
+func exeRSS(t *testing.T) int64 {
+	t.Helper()
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var total int64
+	inExe := false
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) >= 5 && strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":") {
+			inExe = len(fields) >= 6 && fields[5] == exe && fields[1][1] != 'w'
+			continue
+		}
+		if inExe && len(fields) == 3 && fields[0] == "Rss:" {
+			kb, err := strconv.ParseInt(fields[1], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			total += kb
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return total
+}
+
+func TestTrimDropsExecutablePages(t *testing.T) {
+	before := exeRSS(t)
+	if before == 0 {
+		t.Fatal("no resident pages of the executable found before trimming")
+	}
+	n, err := Trim()
+	if err != nil {
+		t.Fatalf("Trim: %v", err)
+	}
+	if n == 0 {
+		t.Fatal("Trim advised no mapping of the executable")
+	}
+	after := exeRSS(t)
+	t.Logf("executable resident: %d KiB before, %d KiB after", before, after)
+	if after >= before {
+		t.Fatalf("executable resident %d KiB after trimming, not below the %d KiB before", after, before)
+	}
+}
+
+func TestParseRange(t *testing.T) {
+	for _, tc := range []struct {
+		in         string
+		start, end uintptr
+		ok         bool
+	}{
+		{"400000-452000", 0x400000, 0x452000, true},
+		{"7f00-7f00", 0, 0, false},
+		{"zz-10", 0, 0, false},
+		{"1000", 0, 0, false},
+	} {
+		start, end, ok := parseRange(tc.in)
+		if ok != tc.ok || (ok && (start != tc.start || end != tc.end)) {
+			t.Errorf("parseRange(%q) = %#x, %#x, %v; want %#x, %#x, %v", tc.in, start, end, ok, tc.start, tc.end, tc.ok)
+		}
+	}
+}

@@ -442,9 +442,10 @@ func (s *Server) Run(ctx context.Context) error {
 			return
 		}
 		// Start-up is over: give back the pages only it needed, once the
-		// apiserver serves and again once the controllers and the node
-		// have started too.
-		trim(logger, "apiserver")
+		// apiserver serves (keeping them in the page cache: the controllers
+		// and the node are still starting) and again, evicting them, once
+		// the controllers and the node have started too.
+		trim(logger, "apiserver", memtrim.TrimMapped)
 		select {
 		case <-cm.Ready():
 		case <-ctx.Done():
@@ -457,7 +458,7 @@ func (s *Server) Run(ctx context.Context) error {
 				return
 			}
 		}
-		trim(logger, "all")
+		trim(logger, "all", memtrim.Trim)
 	}()
 
 	logger.Info("Starting k1s server", "dataDir", s.cfg.DataDir, "kubeconfig", s.cfg.WriteKubeconfig)
@@ -465,8 +466,8 @@ func (s *Server) Run(ctx context.Context) error {
 }
 
 // trim gives back start-up memory (see internal/memtrim).
-func trim(logger klog.Logger, after string) {
-	if n, err := memtrim.Trim(); err != nil {
+func trim(logger klog.Logger, after string, trimFn func() (int64, error)) {
+	if n, err := trimFn(); err != nil {
 		logger.V(2).Info("Could not trim start-up memory", "err", err)
 	} else {
 		logger.V(4).Info("Trimmed start-up memory", "after", after, "mappedBytes", n)

@@ -32,7 +32,20 @@ import (
 // Trim drops the executable's clean read-only pages from the page tables,
 // evicts those no process maps from the page cache, and returns freed
 // heap to the OS. It returns the number of bytes of mappings advised.
+//
+// Pages evicted are read from disk again when code needs them: call Trim
+// once start-up is over, and TrimMapped while it goes on.
 func Trim() (int64, error) {
+	return trim(true)
+}
+
+// TrimMapped is Trim without the eviction: the pages stay in the page
+// cache, so code still to run soon faults them back in cheaply.
+func TrimMapped() (int64, error) {
+	return trim(false)
+}
+
+func trim(evictCache bool) (int64, error) {
 	debug.FreeOSMemory()
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
@@ -73,8 +86,10 @@ func Trim() (int64, error) {
 	if err := sc.Err(); err != nil {
 		return total, fmt.Errorf("read mappings: %w", err)
 	}
-	if err := evict(exe); err != nil {
-		return total, err
+	if evictCache {
+		if err := evict(exe); err != nil {
+			return total, err
+		}
 	}
 	return total, nil
 }

@@ -108,12 +108,12 @@ func (s *Server) Run(ctx context.Context) error {
 	deps.addHooks(core, s.ready, failed)
 	watchCRDGroups(core, extServer)
 
+	// /openapi/v2 and /openapi/v3 describe built-in and custom types; the
+	// CRD OpenAPI controllers publish into the core server's services.
+	if err := installOpenAPI(core, extServer.GenericAPIServer, gc.OpenAPIConfig, gc.OpenAPIV3Config); err != nil {
+		return err
+	}
 	prepared := core.PrepareRun()
-	// Let the CRD OpenAPI controllers publish into the core server's specs,
-	// so /openapi/v2 and /openapi/v3 describe built-in and custom types.
-	extServer.GenericAPIServer.StaticOpenAPISpec = core.StaticOpenAPISpec
-	extServer.GenericAPIServer.OpenAPIVersionedService = core.OpenAPIVersionedService
-	extServer.GenericAPIServer.OpenAPIV3VersionedService = core.OpenAPIV3VersionedService
 
 	logger.Info("Starting apiserver", "address", fmt.Sprintf("%s:%d", s.cfg.BindAddress, s.cfg.SecurePort))
 	runCtx, cancel := context.WithCancel(ctx)
@@ -170,6 +170,8 @@ func (s *Server) genericConfig(shared *sharedEtcd) (*genericapiserver.Recommende
 	gc.OpenAPIV3Config.Info.Title = "Kubernetes"
 	gc.OpenAPIConfig.Info.Version = gc.EffectiveVersion.Info().GitVersion
 	gc.OpenAPIV3Config.Info.Version = gc.EffectiveVersion.Info().GitVersion
+	// Served lazily by installOpenAPI instead.
+	gc.SkipOpenAPIInstallation = true
 
 	// Serving.
 	serving := genericoptions.NewSecureServingOptions().WithLoopback()

@@ -163,6 +163,13 @@ func TestKubectl(t *testing.T) {
 	if out := must("explain", "widget.spec"); !strings.Contains(out, "How big the widget is") {
 		t.Errorf("explain widget.spec:\n%s", out)
 	}
+	if out := must("explain", "customresourcedefinition.spec.names"); !strings.Contains(out, "plural") {
+		t.Errorf("explain customresourcedefinition.spec.names:\n%s", out)
+	}
+	// The v2 document (built on first request) has built-in and custom types.
+	if out := must("get", "--raw", "/openapi/v2"); !strings.Contains(out, `"io.k8s.api.apps.v1.Deployment"`) || !strings.Contains(out, `"io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition"`) || !strings.Contains(out, "How big the widget is") {
+		t.Errorf("/openapi/v2 lacks Deployment, CustomResourceDefinition or the Widget schema (%d bytes)", len(out))
+	}
 	if out := must("auth", "can-i", "create", "deployments"); strings.TrimSpace(out) != "yes" {
 		t.Errorf("auth can-i as admin: %q", out)
 	}

@@ -50,7 +50,7 @@ func isServer(args []string) bool {
 func trim() {
 	debug.SetGCPercent(25)
 	time.Sleep(2 * time.Second)
-	memtrim.Trim()
+	memtrim.TrimMapped() // other shims may be starting: keep the page cache
 	time.Sleep(18 * time.Second)
 	for {
 		memtrim.Trim()

@@ -1,0 +1,227 @@
+package apiserver
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	restful "github.com/emicklei/go-restful/v3"
+	genericapiserver "k8s.io/apiserver/pkg/server"
+	"k8s.io/klog/v2"
+	builder2 "k8s.io/kube-openapi/pkg/builder"
+	builder3 "k8s.io/kube-openapi/pkg/builder3"
+	"k8s.io/kube-openapi/pkg/cached"
+	openapicommon "k8s.io/kube-openapi/pkg/common"
+	"k8s.io/kube-openapi/pkg/common/restfuladapter"
+	"k8s.io/kube-openapi/pkg/handler"
+	"k8s.io/kube-openapi/pkg/handler3"
+	"k8s.io/kube-openapi/pkg/spec3"
+	"k8s.io/kube-openapi/pkg/validation/spec"
+)
+
+// installOpenAPI serves /openapi/v2 and /openapi/v3 on core's mux for the
+// built-in resources (core's and apiextensions' routes), and hands both
+// services to the CRD OpenAPI controllers (through ext), which add the
+// custom resources.
+//
+// k8s.io/apiserver builds both documents while the server starts and keeps
+// them: ~17 MB of heap on an idle control plane and a few hundred
+// milliseconds of start-up CPU, for documents most clusters rarely fetch.
+// Here the v2 document is built on its first request, and each v3
+// group-version on the first request that needs it; once a v3 document has
+// been turned into the JSON the handler caches, its object form is let go.
+// What is served is what the eager build serves.
+func installOpenAPI(core, ext *genericapiserver.GenericAPIServer, v2 *openapicommon.Config, v3 *openapicommon.OpenAPIV3Config) error {
+	webServices := servedWebServices(core, ext)
+
+	static := &lazySwagger{build: func() (*spec.Swagger, error) {
+		sw, err := builder2.BuildOpenAPISpecFromRoutes(restfuladapter.AdaptWebServices(webServices), v2)
+		if err != nil {
+			return nil, fmt.Errorf("build OpenAPI v2: %w", err)
+		}
+		sw.Definitions = handler.PruneDefaults(sw.Definitions)
+		return sw, nil
+	}, spec: &spec.Swagger{}}
+	v2Service := handler.NewOpenAPIServiceLazy(cached.Func(func() (*spec.Swagger, string, error) {
+		if err := static.ensure(); err != nil {
+			return nil, "", err
+		}
+		return static.spec, "static", nil
+	}))
+	v2Service.RegisterOpenAPIVersionedService("/openapi/v2", beforeServing{mux: core.Handler.NonGoRestfulMux, ensure: static.ensure})
+
+	v3Service := handler3.NewOpenAPIService()
+	if err := v3Service.RegisterOpenAPIV3VersionedService("/openapi/v3", core.Handler.NonGoRestfulMux); err != nil {
+		return fmt.Errorf("serve OpenAPI v3: %w", err)
+	}
+	for _, ws := range webServices {
+		gv := strings.TrimPrefix(ws.RootPath(), "/")
+		v3Service.UpdateGroupVersionLazy(gv, &lazyV3{gv: gv, build: func() (*spec3.OpenAPI, error) {
+			return builder3.BuildOpenAPISpecFromRoutes(restfuladapter.AdaptWebServices([]*restful.WebService{ws}), v3)
+		}})
+	}
+
+	// The CRD controllers merge custom resources into these services; the
+	// v2 one merges into static.spec, which the v2 handler fills in before
+	// it serves anything.
+	for _, s := range []*genericapiserver.GenericAPIServer{core, ext} {
+		s.StaticOpenAPISpec = static.spec
+		s.OpenAPIVersionedService = v2Service
+		s.OpenAPIV3VersionedService = v3Service
+	}
+	return nil
+}
+
+// servedWebServices lists the go-restful web services of core and of the
+// apiextensions server behind it, one per root path (core's first).
+func servedWebServices(core, ext *genericapiserver.GenericAPIServer) []*restful.WebService {
+	seen := map[string]bool{}
+	var out []*restful.WebService
+	for _, s := range []*genericapiserver.GenericAPIServer{core, ext} {
+		for _, ws := range s.Handler.GoRestfulContainer.RegisteredWebServices() {
+			if seen[ws.RootPath()] {
+				continue
+			}
+			seen[ws.RootPath()] = true
+			out = append(out, ws)
+		}
+	}
+	return out
+}
+
+// lazySwagger is the v2 document of the built-in resources, built once,
+// in place: the CRD controller holds the pointer from the start.
+type lazySwagger struct {
+	build func() (*spec.Swagger, error)
+	spec  *spec.Swagger
+
+	mu    sync.Mutex
+	built bool
+}
+
+func (l *lazySwagger) ensure() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.built {
+		return nil
+	}
+	sw, err := l.build()
+	if err != nil {
+		return err
+	}
+	*l.spec = *sw
+	l.built = true
+	return nil
+}
+
+// beforeServing registers handlers on mux that first run ensure.
+type beforeServing struct {
+	mux    openapicommon.PathHandler
+	ensure func() error
+}
+
+func (b beforeServing) Handle(path string, h http.Handler) {
+	b.mux.Handle(path, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := b.ensure(); err != nil {
+			klog.ErrorS(err, "Cannot serve the OpenAPI document", "path", path)
+			http.Error(w, "the OpenAPI document could not be built", http.StatusInternalServerError)
+			return
+		}
+		h.ServeHTTP(w, r)
+	}))
+}
+
+// lazyV3 is one built-in group-version's v3 document. The handler asks
+// for it on every request to learn its etag, and turns it into JSON (and
+// caches that) only when the etag is new: so the document is built on the
+// first request, handed over once, and afterwards only its etag is
+// returned — the handler keeps serving its cached JSON. A failed build is
+// retried on the next request.
+type lazyV3 struct {
+	gv    string
+	build func() (*spec3.OpenAPI, error)
+
+	mu     sync.Mutex
+	handed bool
+}
+
+// etag is the same for the life of the process: built-in documents do not
+// change while it runs.
+const lazyV3Etag = "static"
+
+func (l *lazyV3) Get() (*spec3.OpenAPI, string, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.handed {
+		return nil, lazyV3Etag, nil
+	}
+	doc, err := l.build()
+	if err != nil {
+		return nil, "", fmt.Errorf("build OpenAPI v3 for %s: %w", l.gv, err)
+	}
+	if group, version, ok := splitGroupVersionPath(l.gv); ok {
+		narrowSharedMetaKinds(doc, group, version)
+	}
+	l.handed = true
+	return doc, lazyV3Etag, nil
+}
+
+// splitGroupVersionPath reads "api/v1" and "apis/<group>/<version>".
+func splitGroupVersionPath(p string) (group, version string, ok bool) {
+	parts := strings.Split(p, "/")
+	switch {
+	case len(parts) == 2 && parts[0] == "api":
+		return "", parts[1], true
+	case len(parts) == 3 && parts[0] == "apis":
+		return parts[1], parts[2], true
+	}
+	return "", "", false
+}
+
+// narrowSharedMetaKinds: metav1.AddToGroupVersion registers WatchEvent and
+// DeleteOptions in every group, so their schemas list a
+// group-version-kind per group. In one group-version's document only that
+// group-version's entry and core/v1's are kept, as kube-apiserver does.
+func narrowSharedMetaKinds(doc *spec3.OpenAPI, group, version string) {
+	if doc == nil || doc.Components == nil {
+		return
+	}
+	const ext = "x-kubernetes-group-version-kind"
+	for name, schema := range doc.Components.Schemas {
+		if schema == nil {
+			continue
+		}
+		gvks, ok := schema.Extensions[ext].([]interface{})
+		if !ok || len(gvks) < 2 || !isSharedMetaKind(gvks[0]) {
+			continue
+		}
+		kept := make([]interface{}, 0, 2)
+		for _, e := range gvks {
+			m, ok := e.(map[string]interface{})
+			if !ok {
+				continue
+			}
+			g, _ := m["group"].(string)
+			v, _ := m["version"].(string)
+			if (g == group && v == version) || (g == "" && v == "v1") {
+				kept = append(kept, e)
+			}
+		}
+		if len(kept) == 0 {
+			klog.InfoS("No group-version-kind left for a shared meta kind", "schema", name, "group", group, "version", version)
+			delete(schema.Extensions, ext)
+			continue
+		}
+		schema.Extensions[ext] = kept
+	}
+}
+
+func isSharedMetaKind(e interface{}) bool {
+	m, ok := e.(map[string]interface{})
+	if !ok {
+		return false
+	}
+	kind, _ := m["kind"].(string)
+	return kind == "WatchEvent" || kind == "DeleteOptions"
+}

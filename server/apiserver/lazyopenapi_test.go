@@ -81,7 +81,7 @@ func TestNarrowSharedMetaKinds(t *testing.T) {
 		"watch":  gvks("", "v1", "WatchEvent", "apps", "v1", "WatchEvent"),
 		"delete": gvks("apps", "v1", "DeleteOptions"),
 		"scale":  gvks("apps", "v1", "Scale", "", "v1", "Scale", "batch", "v1", "Scale"), // not a shared meta kind
-		"single": gvks("batch", "v1", "WatchEvent"),                                     // one entry: left alone
+		"single": gvks("batch", "v1", "WatchEvent"),                                      // one entry: left alone
 	} {
 		if got := doc.Components.Schemas[name].Extensions[ext]; !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: %v, want %v", name, got, want)

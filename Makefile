@@ -58,9 +58,10 @@ test-images: mkimage
 test-unit:
 	$(GO) test -tags $(TAGS) $$($(GO) list ./... | grep -v /tests/)
 
-# Integration: etcd + apiserver in process.
-test-integration:
-	$(GO) test -tags $(TAGS) -count=1 -timeout 20m ./tests/integration/...
+# Integration: etcd + apiserver in process (the kubectl tests run the
+# built binary).
+test-integration: build
+	K1S_BIN=$(CURDIR)/$(BIN) $(GO) test -tags $(TAGS) -count=1 -timeout 20m ./tests/integration/...
 
 # End to end: the built binary.
 test-e2e: build test-images

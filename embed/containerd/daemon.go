@@ -22,19 +22,15 @@ const DaemonCommand = "containerd"
 //
 // The process is the whole k1s binary, whose package initialisation
 // touched pages containerd never uses again: they are given back a few
-// seconds after start, and again once the first pods are up (that time
-// also evicted from the page cache, see internal/memtrim).
+// seconds after start, and again once the first pods are up.
 func RunDaemon(ctx context.Context, args []string) error {
 	trimCtx, stopTrim := context.WithCancel(ctx)
 	defer stopTrim()
 	go func() {
-		for _, pass := range []struct {
-			after time.Duration
-			trim  func() (int64, error)
-		}{{5 * time.Second, memtrim.TrimMapped}, {30 * time.Second, memtrim.Trim}} {
+		for _, d := range []time.Duration{5 * time.Second, 30 * time.Second} {
 			select {
-			case <-time.After(pass.after):
-				pass.trim()
+			case <-time.After(d):
+				memtrim.Trim()
 			case <-trimCtx.Done():
 				return
 			}

@@ -17,6 +17,15 @@ var (
 	binErr  error
 )
 
+// TestMain removes the binary built for this run, if one was.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if os.Getenv("K1S_BIN") == "" && binPath != "" && binErr == nil {
+		os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
 // k1sBinary is $K1S_BIN, or the binary built once for this test run.
 func k1sBinary(t *testing.T) string {
 	t.Helper()

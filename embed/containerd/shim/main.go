@@ -50,7 +50,7 @@ func isServer(args []string) bool {
 func trim() {
 	debug.SetGCPercent(25)
 	time.Sleep(2 * time.Second)
-	memtrim.TrimMapped() // other shims may be starting: keep the page cache
+	memtrim.Trim()
 	time.Sleep(18 * time.Second)
 	for {
 		memtrim.Trim()

@@ -138,12 +138,19 @@ func (b beforeServing) Handle(path string, h http.Handler) {
 // first request, handed over once, and afterwards only its etag is
 // returned — the handler keeps serving its cached JSON. A failed build is
 // retried on the next request.
+//
+// The handler's caches keep the first document they were given for good,
+// though only to compare etags. So on the next request (by then the
+// handler has turned it into JSON: its cache runs one request at a time)
+// the document handed over is emptied in place, and its schemas become
+// garbage.
 type lazyV3 struct {
 	gv    string
 	build func() (*spec3.OpenAPI, error)
 
 	mu     sync.Mutex
 	handed bool
+	doc    *spec3.OpenAPI // handed over, not yet emptied
 }
 
 // etag is the same for the life of the process: built-in documents do not
@@ -154,6 +161,10 @@ func (l *lazyV3) Get() (*spec3.OpenAPI, string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.handed {
+		if l.doc != nil {
+			*l.doc = spec3.OpenAPI{}
+			l.doc = nil
+		}
 		return nil, lazyV3Etag, nil
 	}
 	doc, err := l.build()
@@ -163,7 +174,7 @@ func (l *lazyV3) Get() (*spec3.OpenAPI, string, error) {
 	if group, version, ok := splitGroupVersionPath(l.gv); ok {
 		narrowSharedMetaKinds(doc, group, version)
 	}
-	l.handed = true
+	l.handed, l.doc = true, doc
 	return doc, lazyV3Etag, nil
 }
 

@@ -31,6 +31,9 @@ func TestLazyV3BuildsOnceThenHandsOnlyTheEtag(t *testing.T) {
 	if err != nil || doc2 != nil || etag2 != etag {
 		t.Fatalf("second Get = %v, %q, %v; want no document and the same etag %q", doc2, etag2, err, etag)
 	}
+	if doc.Version != "" {
+		t.Fatalf("the document handed over first still holds %q after the next Get; want it emptied", doc.Version)
+	}
 	if builds != 2 {
 		t.Fatalf("built %d times, want 2 (one failure, one success)", builds)
 	}

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -442,9 +443,10 @@ func (s *Server) Run(ctx context.Context) error {
 			return
 		}
 		// Start-up is over: give back the pages only it needed, once the
-		// apiserver serves (keeping them in the page cache: the controllers
-		// and the node are still starting) and again, evicting them, once
-		// the controllers and the node have started too.
+		// apiserver serves and again once the controllers and the node have
+		// started, keeping them in the page cache (the controllers' caches
+		// are still filling), and a last time, evicting them, when that
+		// has settled.
 		trim(logger, "apiserver", memtrim.TrimMapped)
 		select {
 		case <-cm.Ready():
@@ -458,12 +460,22 @@ func (s *Server) Run(ctx context.Context) error {
 				return
 			}
 		}
-		trim(logger, "all", memtrim.Trim)
+		trim(logger, "all", memtrim.TrimMapped)
+		select {
+		case <-time.After(settleTime):
+		case <-ctx.Done():
+			return
+		}
+		trim(logger, "settled", memtrim.Trim)
 	}()
 
 	logger.Info("Starting k1s server", "dataDir", s.cfg.DataDir, "kubeconfig", s.cfg.WriteKubeconfig)
 	return supervisor.New(tiers...).Run(ctx)
 }
+
+// settleTime is how long after the controllers and the node have started
+// the start-up work (informers listing, discovery, first syncs) is over.
+const settleTime = 10 * time.Second
 
 // trim gives back start-up memory (see internal/memtrim).
 func trim(logger klog.Logger, after string, trimFn func() (int64, error)) {

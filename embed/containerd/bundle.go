@@ -138,9 +138,16 @@ func (b *bundle) extract(dataDir string) (string, error) {
 			return "", fmt.Errorf("extract %s: %w", name, err)
 		}
 	}
-	// A directory left incomplete by hand would block the rename.
+	// A directory left incomplete by hand would block the rename; one
+	// that is complete was just extracted by another k1s process.
 	if _, err := os.Stat(dir); err == nil {
+		if b.present(bin) {
+			return bin, nil
+		}
 		if err := os.RemoveAll(dir); err != nil {
+			if b.present(bin) {
+				return bin, nil
+			}
 			return "", fmt.Errorf("replace incomplete %s: %w", dir, err)
 		}
 	}

@@ -475,7 +475,7 @@ func (s *Server) Run(ctx context.Context) error {
 
 // settleTime is how long after the controllers and the node have started
 // the start-up work (informers listing, discovery, first syncs) is over.
-const settleTime = 10 * time.Second
+const settleTime = 5 * time.Second
 
 // trim gives back start-up memory (see internal/memtrim).
 func trim(logger klog.Logger, after string, trimFn func() (int64, error)) {

@@ -50,10 +50,10 @@ func isServer(args []string) bool {
 func trim() {
 	debug.SetGCPercent(25)
 	time.Sleep(2 * time.Second)
-	memtrim.Trim()
+	memtrim.TrimMapped()
 	time.Sleep(18 * time.Second)
 	for {
-		memtrim.Trim()
+		memtrim.TrimMapped()
 		time.Sleep(30 * time.Second)
 	}
 }

@@ -131,6 +131,13 @@ func (s *Server) Run(ctx context.Context) error {
 		TrustedCAFile:  s.cfg.TrustedCAFile,
 		ClientCertAuth: true,
 	}
+	// A lone member still waits out a randomised election timeout before
+	// it leads and serves: with etcd's 100 ms heartbeat and 1 s election
+	// timeout that was 0.1–1 s of every start. The member has no peers to
+	// heartbeat or to lose touch with, so a short timeout costs nothing
+	// but 20 ticks a second.
+	ec.TickMs = 50
+	ec.ElectionMs = 250
 	ec.SnapshotCount = s.cfg.SnapshotCount
 	if s.cfg.QuotaBackendBytes > 0 {
 		ec.QuotaBackendBytes = s.cfg.QuotaBackendBytes

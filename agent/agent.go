@@ -417,7 +417,9 @@ func (a *Agent) watchNode(ctx context.Context) error {
 		return nil
 	}
 	logger := klog.FromContext(ctx)
-	interval := 200 * time.Millisecond
+	// Node Ready waits on this: look often (a GET every 50 ms) until the
+	// pod CIDR has come, then every 10 s.
+	interval := 50 * time.Millisecond
 	for {
 		node, err := a.deps.Client.CoreV1().Nodes().Get(ctx, a.cfg.NodeName, metav1.GetOptions{})
 		if err == nil && node.Spec.PodCIDR != "" && a.deps.Network != nil {
@@ -449,14 +451,14 @@ func (a *Agent) watchNode(ctx context.Context) error {
 // waitNetworkReady waits (briefly) for the runtime to load the network config.
 func (a *Agent) waitNetworkReady(ctx context.Context) {
 	h := &health{a: a}
-	for i := 0; i < 100; i++ {
+	for i := 0; i < 400; i++ {
 		if h.NetworkReady() == nil {
 			return
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-a.deps.Clock.After(100 * time.Millisecond):
+		case <-a.deps.Clock.After(25 * time.Millisecond):
 		}
 	}
 }

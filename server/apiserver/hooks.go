@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -44,24 +45,43 @@ func (d *dependencies) addHooks(server *genericapiserver.GenericAPIServer, ready
 // bootstrap creates the objects every cluster has.
 func (d *dependencies) bootstrap(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
+	// The namespaces first (default roles live in kube-system and
+	// kube-public), then priority classes and default RBAC together.
+	var nsGroup errgroup.Group
 	for _, name := range SystemNamespaces {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		_, err := d.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create namespace %s: %w", name, err)
-		}
-		if err == nil {
-			logger.V(2).Info("Created system namespace", "namespace", name)
-		}
+		nsGroup.Go(func() error {
+			ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+			_, err := d.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("create namespace %s: %w", name, err)
+			}
+			if err == nil {
+				logger.V(2).Info("Created system namespace", "namespace", name)
+			}
+			return nil
+		})
 	}
+	if err := nsGroup.Wait(); err != nil {
+		return err
+	}
+	var group errgroup.Group
 	for _, pc := range scheduling.SystemPriorityClasses() {
-		_, err := d.client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("create priority class %s: %w", pc.Name, err)
-		}
+		group.Go(func() error {
+			_, err := d.client.SchedulingV1().PriorityClasses().Create(ctx, pc, metav1.CreateOptions{})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("create priority class %s: %w", pc.Name, err)
+			}
+			return nil
+		})
 	}
-	if err := bootstrappolicy.Reconcile(ctx, d.client); err != nil {
-		return fmt.Errorf("default RBAC policy: %w", err)
+	group.Go(func() error {
+		if err := bootstrappolicy.Reconcile(ctx, d.client); err != nil {
+			return fmt.Errorf("default RBAC policy: %w", err)
+		}
+		return nil
+	})
+	if err := group.Wait(); err != nil {
+		return err
 	}
 	// The apiserver reaches node agents (logs, exec, port-forward, proxy)
 	// as this user; the agents ask the apiserver whether it may.

@@ -448,11 +448,13 @@ func (a *Agent) watchNode(ctx context.Context) error {
 	}
 }
 
-// waitNetworkReady waits (briefly) for the runtime to load the network config.
+// waitNetworkReady waits (briefly) for the runtime to load the network
+// config and to report itself ready, so that the status posted next says
+// Ready rather than waiting for the next periodic update.
 func (a *Agent) waitNetworkReady(ctx context.Context) {
 	h := &health{a: a}
 	for i := 0; i < 400; i++ {
-		if h.NetworkReady() == nil {
+		if h.NetworkReady() == nil && h.RuntimeReady(ctx) == nil {
 			return
 		}
 		select {

@@ -81,10 +81,13 @@ func (s *Server) nodeComponents(cluster *pki.Cluster, local string) (runtime *ru
 		return nil, nil, err
 	}
 	restCfg.QPS, restCfg.Burst = 50, 100
-	// Protobuf as the kubelet's client, and no gzip over loopback.
+	// Protobuf as the kubelet's client; the apiserver's handler is called
+	// in process, with the node's certificate as the identity.
 	restCfg.ContentType = k8sruntime.ContentTypeProtobuf
 	restCfg.AcceptContentTypes = k8sruntime.ContentTypeProtobuf + "," + k8sruntime.ContentTypeJSON
-	restCfg.DisableCompression = true
+	if restCfg, err = s.inProcess.ClientConfig(restCfg); err != nil {
+		return nil, nil, err
+	}
 	taints, err := parseTaints(s.cfg.NodeTaints)
 	if err != nil {
 		return nil, nil, err

@@ -13,9 +13,11 @@ import (
 	"strings"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	kubeversion "k8s.io/component-base/version"
 	"k8s.io/klog/v2"
@@ -24,6 +26,7 @@ import (
 	"github.com/k1s/k1s/controllers/manager"
 	"github.com/k1s/k1s/controllers/nodeipam"
 	"github.com/k1s/k1s/embed/etcd"
+	"github.com/k1s/k1s/internal/loopback"
 	"github.com/k1s/k1s/internal/memtrim"
 	"github.com/k1s/k1s/internal/supervisor"
 	"github.com/k1s/k1s/server/apiserver"
@@ -272,10 +275,21 @@ type Server struct {
 	cfg   Config
 	p     *parsed
 	ready chan struct{}
+	// inProcess is how the controllers, the scheduler and the node agent
+	// in this process reach the apiserver: its handler, called directly
+	// (internal/loopback), not a TLS connection to 127.0.0.1.
+	inProcess *loopback.Server
 }
 
 // Ready is closed once the apiserver serves and its bootstrap is done.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// InProcessClientConfig rewrites cfg to reach this server's apiserver in
+// process, as the built-in controllers and the node agent do (see
+// internal/loopback). Its requests wait for the apiserver to serve.
+func (s *Server) InProcessClientConfig(cfg *rest.Config) (*rest.Config, error) {
+	return s.inProcess.ClientConfig(cfg)
+}
 
 // New validates cfg. It starts nothing and writes nothing.
 func New(cfg Config) (*Server, error) {
@@ -284,7 +298,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, p: p, ready: make(chan struct{})}, nil
+	return &Server{cfg: cfg, p: p, ready: make(chan struct{}), inProcess: loopback.NewServer()}, nil
 }
 
 // Paths under the data directory.
@@ -348,6 +362,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	etcdServers := strings.Split(s.cfg.DatastoreEndpoint, ",")
 	etcdCA, etcdCert, etcdKey := s.cfg.DatastoreCAFile, s.cfg.DatastoreCertFile, s.cfg.DatastoreKeyFile
+	var etcdLocal func() (*clientv3.Client, error)
 	if s.cfg.DatastoreEndpoint == "" {
 		e, err := etcd.New(etcd.Config{
 			DataDir:       filepath.Join(s.serverDir(), "db", "etcd"),
@@ -362,6 +377,7 @@ func (s *Server) Run(ctx context.Context) error {
 		}
 		first = append(first, supervisor.Named{Name: "etcd", Component: e})
 		etcdServers = []string{e.Endpoint()}
+		etcdLocal = e.LocalClient
 		etcdCA, etcdCert, etcdKey = cluster.EtcdCA.CertFile, cluster.EtcdClient.CertFile, cluster.EtcdClient.KeyFile
 	}
 
@@ -380,6 +396,8 @@ func (s *Server) Run(ctx context.Context) error {
 		EtcdCAFile:                          etcdCA,
 		EtcdCertFile:                        etcdCert,
 		EtcdKeyFile:                         etcdKey,
+		EtcdLocalClient:                     etcdLocal,
+		InProcess:                           s.inProcess,
 		ServingCertFile:                     cluster.APIServerServing.CertFile,
 		ServingKeyFile:                      cluster.APIServerServing.KeyFile,
 		ClientCAFile:                        cluster.ClientCA.CertFile,
@@ -413,11 +431,11 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("controller kubeconfig: %w", err)
 	}
-	// In-process clients talk to the apiserver over loopback: gzip would
-	// only burn CPU on both ends (it showed as 5% of the scheduler's
-	// benchmark, mostly compressing watch events).
-	controllerConfig.DisableCompression = true
-	cm, err := manager.New(*s.cfg.ControllerManager, controllerConfig, controllers(rootCA, s.p.clusterCIDR, s.cfg.NodeCIDRMaskSize, *s.cfg.Controllers)...)
+	// In-process clients call the apiserver's handler directly (no TLS,
+	// no HTTP/2, no gzip).
+	cmConfig := *s.cfg.ControllerManager
+	cmConfig.InProcess = s.inProcess.ClientConfig
+	cm, err := manager.New(cmConfig, controllerConfig, controllers(rootCA, s.p.clusterCIDR, s.cfg.NodeCIDRMaskSize, *s.cfg.Controllers)...)
 	if err != nil {
 		return err
 	}
@@ -425,6 +443,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if node != nil {
 		adminCfg, err := clientcmd.BuildConfigFromFlags("", s.AdminKubeconfigPath())
 		if err != nil {
+			return err
+		}
+		if adminCfg, err = s.inProcess.ClientConfig(adminCfg); err != nil {
 			return err
 		}
 		labeler := &controlPlaneLabeler{client: kubernetes.NewForConfigOrDie(adminCfg), nodeName: s.cfg.NodeName}

@@ -16,6 +16,9 @@ import (
 // errors.
 type restClientBuilder struct {
 	b clientbuilder.ControllerClientBuilder
+	// inProcess rewrites the service-account configs, which are built
+	// from root's anonymous copy and so lose its transport.
+	inProcess func(*rest.Config) (*rest.Config, error)
 }
 
 // newClientBuilder returns the builder for the controllers. With service
@@ -23,17 +26,22 @@ type restClientBuilder struct {
 // certificate would otherwise authenticate first) and carry short-lived
 // tokens of the kube-system service account named, obtained through the
 // TokenRequest API with root's client.
-func newClientBuilder(root *rest.Config, rootCore kubernetes.Interface, useServiceAccounts bool, namespace string) ClientBuilder {
+func newClientBuilder(root *rest.Config, rootCore kubernetes.Interface, useServiceAccounts bool, namespace string, inProcess func(*rest.Config) (*rest.Config, error)) ClientBuilder {
 	if !useServiceAccounts {
 		return restClientBuilder{b: clientbuilder.SimpleControllerClientBuilder{ClientConfig: root}}
 	}
-	return restClientBuilder{b: clientbuilder.NewDynamicClientBuilder(rest.AnonymousClientConfig(root), rootCore.CoreV1(), namespace)}
+	return restClientBuilder{b: clientbuilder.NewDynamicClientBuilder(rest.AnonymousClientConfig(root), rootCore.CoreV1(), namespace), inProcess: inProcess}
 }
 
 func (r restClientBuilder) Config(name string) (*rest.Config, error) {
 	cfg, err := r.b.Config(name)
 	if err != nil {
 		return nil, fmt.Errorf("credentials for %q: %w", name, err)
+	}
+	if r.inProcess != nil {
+		if cfg, err = r.inProcess(cfg); err != nil {
+			return nil, fmt.Errorf("in-process client for %q: %w", name, err)
+		}
 	}
 	return cfg, nil
 }
@@ -63,7 +71,20 @@ func (r restClientBuilder) DynamicClient(name string) (dynamic.Interface, error)
 }
 
 func (r restClientBuilder) DiscoveryClient(name string) (discovery.DiscoveryInterface, error) {
-	d, err := r.b.DiscoveryClient(name)
+	if r.inProcess == nil {
+		d, err := r.b.DiscoveryClient(name)
+		if err != nil {
+			return nil, fmt.Errorf("discovery client for %q: %w", name, err)
+		}
+		return d, nil
+	}
+	cfg, err := r.Config(name)
+	if err != nil {
+		return nil, err
+	}
+	// As the client builders do: discovery makes many requests, rarely.
+	cfg.QPS, cfg.Burst = 20, 200
+	d, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("discovery client for %q: %w", name, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 )
 
@@ -73,6 +74,11 @@ type Config struct {
 	// MinResyncPeriod: informers resync at a random period between it and
 	// twice it (--min-resync-period). Default 12h.
 	MinResyncPeriod time.Duration
+
+	// InProcess, when set, rewrites every client config the manager makes
+	// (its own and each controller's) to reach an apiserver in the same
+	// process without a connection (internal/loopback). Not a flag.
+	InProcess func(*rest.Config) (*rest.Config, error) `json:"-"`
 }
 
 // DefaultConfig returns a Config with every default set.

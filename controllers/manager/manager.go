@@ -76,6 +76,12 @@ func New(cfg Config, rootConfig *rest.Config, register ...Controller) (*Manager,
 		return nil, err
 	}
 	root := rest.CopyConfig(rootConfig)
+	if cfg.InProcess != nil {
+		var err error
+		if root, err = cfg.InProcess(root); err != nil {
+			return nil, fmt.Errorf("controller manager: in-process client: %w", err)
+		}
+	}
 	root.QPS = cfg.KubeAPIQPS
 	root.Burst = cfg.KubeAPIBurst
 	root.ContentType = cfg.KubeAPIContentType
@@ -113,7 +119,7 @@ func New(cfg Config, rootConfig *rest.Config, register ...Controller) (*Manager,
 		root:     rootClient,
 		metadata: metadataClient,
 		leader:   leaderClient,
-		builder:  newClientBuilder(root, tokenClient, cfg.UseServiceAccountCredentials, ServiceAccountNamespace),
+		builder:  newClientBuilder(root, tokenClient, cfg.UseServiceAccountCredentials, ServiceAccountNamespace, cfg.InProcess),
 		clock:    clock.RealClock{},
 	}, register)
 }

@@ -12,10 +12,14 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/client/pkg/v3/transport"
+	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.etcd.io/etcd/server/v3/embed"
+	"go.etcd.io/etcd/server/v3/etcdserver"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/v3client"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/klog/v2"
 )
@@ -81,6 +85,8 @@ func (c Config) Validate() error {
 type Server struct {
 	cfg   Config
 	ready chan struct{}
+	// member is the running etcd server, set before ready is closed.
+	member atomic.Pointer[etcdserver.EtcdServer]
 }
 
 // New validates cfg. It starts nothing.
@@ -99,6 +105,19 @@ func (s *Server) Endpoint() string {
 
 // Ready is closed once etcd serves clients.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// LocalClient returns a client that calls the member in this process
+// directly: no socket, no TLS, no gRPC framing or protobuf encoding, the
+// requests and responses are handed over as Go values. The apiserver's
+// storage uses it; the TLS listener stays for other clients and tools.
+// The client fails once the member stops. It is valid only after Ready.
+func (s *Server) LocalClient() (*clientv3.Client, error) {
+	m := s.member.Load()
+	if m == nil {
+		return nil, errors.New("etcd is not running yet")
+	}
+	return v3client.New(m), nil
+}
 
 // Run starts etcd and blocks until ctx is cancelled or etcd fails.
 func (s *Server) Run(ctx context.Context) error {
@@ -162,6 +181,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("start etcd in %s (a corrupt or foreign data directory? move it aside to start fresh): %w", s.cfg.DataDir, err)
 	}
 	defer func() {
+		s.member.Store(nil)
 		e.Close()
 		logger.V(2).Info("Stopped etcd")
 	}()
@@ -169,6 +189,7 @@ func (s *Server) Run(ctx context.Context) error {
 	select {
 	case <-e.Server.ReadyNotify():
 		logger.V(2).Info("etcd is ready", "endpoint", clientURL.String())
+		s.member.Store(e.Server)
 		close(s.ready)
 	case err := <-e.Err():
 		return fmt.Errorf("etcd: %w", err)

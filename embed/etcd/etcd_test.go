@@ -307,6 +307,76 @@ func TestRun(t *testing.T) {
 	}
 }
 
+func TestLocalClient(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts etcd")
+	}
+	c := testPKI(t)
+	cfg := testConfig(t, c, filepath.Join(t.TempDir(), "etcd"))
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.LocalClient(); err == nil {
+		t.Fatal("LocalClient before Run succeeded, want an error")
+	}
+	r := start(t, cfg)
+	local, err := r.srv.LocalClient()
+	if err != nil {
+		t.Fatalf("LocalClient: %v", err)
+	}
+	defer local.Close()
+	remote := newClient(t, c, r.srv.Endpoint(), c.EtcdClient)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	// A watch through the in-process client sees a write made over TLS,
+	// and a write made in process is read back over TLS.
+	wch := local.Watch(ctx, "/k1s/local/", clientv3.WithPrefix())
+	if _, err := remote.Put(ctx, "/k1s/local/a", "over-tls"); err != nil {
+		t.Fatalf("Put over TLS: %v", err)
+	}
+	select {
+	case wr := <-wch:
+		if err := wr.Err(); err != nil {
+			t.Fatalf("watch: %v", err)
+		}
+		if len(wr.Events) != 1 || string(wr.Events[0].Kv.Value) != "over-tls" {
+			t.Fatalf("watch events %v, want one put of over-tls", wr.Events)
+		}
+	case <-ctx.Done():
+		t.Fatal("no watch event through the in-process client")
+	}
+	put, err := local.Txn(ctx).If(clientv3.Compare(clientv3.ModRevision("/k1s/local/b"), "=", 0)).
+		Then(clientv3.OpPut("/k1s/local/b", "in-process")).Commit()
+	if err != nil || !put.Succeeded {
+		t.Fatalf("Txn in process: %v (succeeded %v)", err, put != nil && put.Succeeded)
+	}
+	resp, err := remote.Get(ctx, "/k1s/local/", clientv3.WithPrefix())
+	if err != nil {
+		t.Fatalf("Get over TLS: %v", err)
+	}
+	if len(resp.Kvs) != 2 || string(resp.Kvs[1].Value) != "in-process" {
+		t.Fatalf("Get over TLS returned %v, want both keys", resp.Kvs)
+	}
+	st, err := local.Status(ctx, "in-process")
+	if err != nil || st.Version == "" {
+		t.Fatalf("Status in process: %v, %v", st, err)
+	}
+
+	if err := r.stop(t); err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+	defer scancel()
+	if _, err := local.Get(sctx, "/k1s/local/a"); err == nil {
+		t.Error("Get through the in-process client after stop succeeded, want an error")
+	}
+	if _, err := r.srv.LocalClient(); err == nil {
+		t.Error("LocalClient after stop succeeded, want an error")
+	}
+}
+
 func assertPortInUse(t *testing.T, cfg Config, port int) {
 	t.Helper()
 	srv, err := New(cfg)

@@ -11,7 +11,10 @@ import (
 	"net"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+
+	"github.com/k1s/k1s/internal/loopback"
 )
 
 // Config configures the API server. Every field documents its default.
@@ -36,6 +39,15 @@ type Config struct {
 	EtcdCAFile, EtcdCertFile, EtcdKeyFile string
 	// EtcdPrefix is the key prefix in etcd. Default /registry.
 	EtcdPrefix string
+	// EtcdLocalClient, when set, gives an in-process client to the etcd
+	// member at EtcdServers (the embedded one): resource storage and k1s's
+	// own keys use it instead of dialling. Health checks still dial.
+	EtcdLocalClient func() (*clientv3.Client, error)
+
+	// InProcess, when set, is handed the server's handler once it serves,
+	// for clients in the same process (internal/loopback); the
+	// apiserver's own loopback clients use it too.
+	InProcess *loopback.Server
 
 	// ServingCertFile and ServingKeyFile are the HTTPS certificate. Required.
 	ServingCertFile, ServingKeyFile string

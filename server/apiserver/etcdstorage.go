@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/apiserver/pkg/storage/cacher"
 	"k8s.io/apiserver/pkg/storage/etcd3"
+	etcdfeature "k8s.io/apiserver/pkg/storage/feature"
 	"k8s.io/apiserver/pkg/storage/storagebackend"
 	"k8s.io/apiserver/pkg/storage/storagebackend/factory"
 	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
@@ -39,8 +41,12 @@ const (
 // on both ends (in one process, with the embedded etcd, both ends are
 // ours). One connection carries all of them; watches share one gRPC
 // stream, which the etcd client demultiplexes with a buffer per watch.
+//
+// With the embedded etcd, local gives a client that calls the member
+// directly, without TLS, gRPC or protobuf in between.
 type sharedEtcd struct {
 	transport storagebackend.TransportConfig
+	local     func() (*clientv3.Client, error)
 
 	mu        sync.Mutex
 	refs      int
@@ -56,7 +62,13 @@ func (s *sharedEtcd) acquire(compactionInterval time.Duration) (*etcdkube.Client
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.client == nil {
-		c, err := newStorageEtcdClient(s.transport)
+		var c *etcdkube.Client
+		var err error
+		if s.local != nil {
+			c, err = newLocalEtcdClient(s.local)
+		} else {
+			c, err = newStorageEtcdClient(s.transport)
+		}
 		if err != nil {
 			return nil, nil, err
 		}
@@ -109,6 +121,37 @@ func newStorageEtcdClient(t storagebackend.TransportConfig) (*etcdkube.Client, e
 	}
 	c.KV = etcd3.NewETCDLatencyTracker(c.KV)
 	return c, nil
+}
+
+// localEndpoint names the in-process etcd member where the storage layer
+// wants endpoint names.
+const localEndpoint = "in-process"
+
+func newLocalEtcdClient(local func() (*clientv3.Client, error)) (*etcdkube.Client, error) {
+	inner, err := local()
+	if err != nil {
+		return nil, fmt.Errorf("in-process etcd client: %w", err)
+	}
+	c := &etcdkube.Client{Client: inner}
+	c.Kubernetes = c
+	c.KV = etcd3.NewETCDLatencyTracker(c.KV)
+	// The storage layer learns whether etcd can report watch progress
+	// (which lets consistent lists be served from the watch cache) by
+	// asking each of the client's endpoints for its version. An
+	// in-process client has no endpoints, so it would never ask and
+	// every consistent list would go to etcd: ask the member here.
+	etcdfeature.DefaultFeatureSupportChecker.CheckClient(inner.Ctx(), localStatus{inner}, storage.RequestWatchProgress)
+	return c, nil
+}
+
+// localStatus is the in-process client as the feature checker sees it:
+// one endpoint, whose status the member reports directly.
+type localStatus struct{ c *clientv3.Client }
+
+func (l localStatus) Endpoints() []string { return []string{localEndpoint} }
+
+func (l localStatus) Status(ctx context.Context, _ string) (*clientv3.StatusResponse, error) {
+	return l.c.Status(ctx, localEndpoint)
 }
 
 // rawStorage is factory.Create on the shared client.

@@ -56,7 +56,7 @@ func (s *Server) Run(ctx context.Context) error {
 	ctx = klog.NewContext(ctx, logger)
 
 	// One etcd client for every resource's storage and for k1s's own keys.
-	shared := &sharedEtcd{transport: s.etcdTransport()}
+	shared := &sharedEtcd{transport: s.etcdTransport(), local: s.cfg.EtcdLocalClient}
 	gc, etcdOpts, err := s.genericConfig(shared)
 	if err != nil {
 		return err
@@ -119,6 +119,10 @@ func (s *Server) Run(ctx context.Context) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
+	if s.cfg.InProcess != nil {
+		s.cfg.InProcess.Serve(core.Handler)
+		defer s.cfg.InProcess.Stop()
+	}
 	go func() { done <- prepared.RunWithContext(runCtx) }()
 	var failure error
 	select {
@@ -191,6 +195,15 @@ func (s *Server) genericConfig(shared *sharedEtcd) (*genericapiserver.Recommende
 	// Loopback: gzip would cost CPU on both ends and a compressor's
 	// buffers (~1 MB) per watch.
 	gc.LoopbackClientConfig.DisableCompression = true
+	if s.cfg.InProcess != nil {
+		// The apiserver's own clients (its informers, the bootstrap
+		// hooks) call its handler directly, with the same loopback token.
+		lc, err := s.cfg.InProcess.ClientConfig(gc.LoopbackClientConfig)
+		if err != nil {
+			return nil, nil, err
+		}
+		gc.LoopbackClientConfig = lc
+	}
 	gc.PublicAddress = s.cfg.AdvertiseAddress
 	gc.ExternalAddress = fmt.Sprintf("%s:%d", s.cfg.AdvertiseAddress, s.cfg.SecurePort)
 	gc.LongRunningFunc = longRunning

@@ -232,6 +232,8 @@ func run(nNodes, nPods, workers int, cpuProfile string) error {
 	schedStart := time.Now()
 	scm := manager.DefaultConfig()
 	scm.LeaderElect = false
+	// As k1s server runs its scheduler: calling the apiserver in process.
+	scm.InProcess = srv.InProcessClientConfig
 	m, err := manager.New(scm, rc, scheduler.Descriptor(scheduler.Config{}))
 	if err != nil {
 		return err

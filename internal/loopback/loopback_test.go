@@ -1,0 +1,248 @@
+package loopback
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+func selfSigned(t *testing.T, cn string) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: cn, Organization: []string{"group-a"}},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+}
+
+// whoami answers with the request's peer certificate's CN and its
+// Authorization header.
+var whoami = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	cn := "<none>"
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		cn = r.TLS.PeerCertificates[0].Subject.CommonName
+	}
+	fmt.Fprintf(w, "cn=%s auth=%q", cn, r.Header.Get("Authorization"))
+})
+
+func get(t *testing.T, cfg *rest.Config, path string) (int, string) {
+	t.Helper()
+	rt, err := rest.TransportFor(cfg)
+	if err != nil {
+		t.Fatalf("TransportFor: %v", err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, "https://127.0.0.1:6443"+path, nil)
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("read body: %v", err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+func TestClientConfigIdentity(t *testing.T) {
+	s := NewServer()
+	s.Serve(whoami)
+	cert := selfSigned(t, "system:kube-controller-manager")
+	tests := []struct {
+		name string
+		cfg  rest.Config
+		want string
+	}{
+		{
+			name: "client certificate",
+			cfg: rest.Config{Host: "https://127.0.0.1:6443", TLSClientConfig: rest.TLSClientConfig{
+				CertData: cert, KeyData: []byte("unused"), CAData: []byte("unused")}},
+			want: `cn=system:kube-controller-manager auth=""`,
+		},
+		{
+			name: "bearer token",
+			cfg:  rest.Config{Host: "https://127.0.0.1:6443", BearerToken: "abc", TLSClientConfig: rest.TLSClientConfig{CAData: []byte("unused")}},
+			want: `cn=<none> auth="Bearer abc"`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := s.ClientConfig(&tt.cfg)
+			if err != nil {
+				t.Fatalf("ClientConfig: %v", err)
+			}
+			if cfg.CAData != nil || cfg.CertData != nil || !cfg.DisableCompression {
+				t.Errorf("config keeps TLS settings or compression: %+v", cfg.TLSClientConfig)
+			}
+			if code, body := get(t, cfg, "/"); code != http.StatusOK || body != tt.want {
+				t.Errorf("got %d %q, want 200 %q", code, body, tt.want)
+			}
+		})
+	}
+
+	if _, err := s.ClientConfig(&rest.Config{TLSClientConfig: rest.TLSClientConfig{CertData: []byte("not PEM")}}); err == nil {
+		t.Error("ClientConfig with a bad certificate succeeded")
+	}
+	if _, err := s.ClientConfig(&rest.Config{TLSClientConfig: rest.TLSClientConfig{CertFile: "/nonexistent/cert.pem"}}); err == nil ||
+		!strings.Contains(err.Error(), "client certificate") {
+		t.Errorf("ClientConfig with a missing certificate file: %v", err)
+	}
+}
+
+func TestResponses(t *testing.T) {
+	s := NewServer()
+	s.Serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/echo":
+			b, _ := io.ReadAll(r.Body)
+			w.Header().Set("Content-Type", "text/plain")
+			w.WriteHeader(http.StatusCreated)
+			fmt.Fprintf(w, "%s %s %s", r.Method, r.URL.RawQuery, b)
+		case "/missing":
+			http.Error(w, "no such thing", http.StatusNotFound)
+		case "/empty":
+		case "/panic":
+			panic("boom")
+		}
+	}))
+	rt := s.Transport(nil)
+	tests := []struct {
+		method, path, body string
+		code               int
+		want               string
+	}{
+		{http.MethodPost, "/echo?x=1", "payload", http.StatusCreated, "POST x=1 payload"},
+		{http.MethodGet, "/missing", "", http.StatusNotFound, "no such thing\n"},
+		{http.MethodGet, "/empty", "", http.StatusOK, ""},
+		{http.MethodGet, "/panic", "", http.StatusBadGateway, "loopback: handler panicked: boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			var body io.Reader
+			if tt.body != "" {
+				body = strings.NewReader(tt.body)
+			}
+			req, _ := http.NewRequest(tt.method, "https://k1s"+tt.path, body)
+			resp, err := rt.RoundTrip(req)
+			if err != nil {
+				t.Fatalf("RoundTrip: %v", err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tt.code || string(b) != tt.want {
+				t.Errorf("got %d %q, want %d %q", resp.StatusCode, b, tt.code, tt.want)
+			}
+			if resp.ContentLength != int64(len(b)) {
+				t.Errorf("ContentLength %d, body %d bytes", resp.ContentLength, len(b))
+			}
+		})
+	}
+}
+
+// A flushed response reaches the client before the handler returns, and
+// closing its body ends the handler's request, as a watch needs.
+func TestStreaming(t *testing.T) {
+	s := NewServer()
+	next := make(chan struct{})
+	handlerDone := make(chan error, 1)
+	s.Serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		f := w.(http.Flusher)
+		w.Header().Set("Transfer-Encoding", "chunked")
+		fmt.Fprintln(w, "first")
+		f.Flush()
+		<-next
+		fmt.Fprintln(w, "second")
+		f.Flush()
+		select {
+		case <-r.Context().Done():
+			// Writes after the client went away do not fail.
+			_, err := fmt.Fprintln(w, "late")
+			handlerDone <- err
+		case <-time.After(10 * time.Second):
+			handlerDone <- errors.New("request context not cancelled after the body was closed")
+		}
+	}))
+	req, _ := http.NewRequest(http.MethodGet, "https://k1s/watch", nil)
+	resp, err := s.Transport(nil).RoundTrip(req)
+	if err != nil {
+		t.Fatalf("RoundTrip: %v", err)
+	}
+	if resp.ContentLength != -1 || resp.Header.Get("Transfer-Encoding") != "" {
+		t.Errorf("streaming response: ContentLength %d, Transfer-Encoding %q", resp.ContentLength, resp.Header.Get("Transfer-Encoding"))
+	}
+	r := bufio.NewReader(resp.Body)
+	if line, err := r.ReadString('\n'); err != nil || line != "first\n" {
+		t.Fatalf("first line %q, %v", line, err)
+	}
+	close(next)
+	if line, err := r.ReadString('\n'); err != nil || line != "second\n" {
+		t.Fatalf("second line %q, %v", line, err)
+	}
+	resp.Body.Close()
+	if err := <-handlerDone; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWaitsUntilServing(t *testing.T) {
+	s := NewServer()
+	rt := s.Transport(nil)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://k1s/", nil)
+	if _, err := rt.RoundTrip(req); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("RoundTrip before Serve with a short deadline: %v, want deadline exceeded", err)
+	}
+
+	got := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodGet, "https://k1s/", nil)
+		resp, err := rt.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("RoundTrip returned before Serve: %v", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	s.Serve(whoami)
+	if err := <-got; err != nil {
+		t.Fatalf("RoundTrip after Serve: %v", err)
+	}
+
+	s.Stop()
+	req, _ = http.NewRequest(http.MethodGet, "https://k1s/", nil)
+	if _, err := rt.RoundTrip(req); !errors.Is(err, ErrNotServing) {
+		t.Fatalf("RoundTrip after Stop: %v, want ErrNotServing", err)
+	}
+}

@@ -40,8 +40,9 @@ func main() {
 	images := flag.String("images", "_output/images", "directory of test image tarballs")
 	pods := flag.Int("pods", 30, "pods created at once")
 	replicas := flag.Int("replicas", 100, "replicas of the Deployment timed last (0: skip)")
+	keepLog := flag.String("log", "", "copy the server's log to this file at the end")
 	flag.Parse()
-	if err := run(*bin, *images, *pods, *replicas); err != nil {
+	if err := run(*bin, *images, *pods, *replicas, *keepLog); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -56,7 +57,7 @@ func freePort() int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func run(bin, images string, n, replicas int) error {
+func run(bin, images string, n, replicas int, keepLog string) error {
 	dir, err := os.MkdirTemp("", "k1s-bench-node")
 	if err != nil {
 		return err
@@ -64,6 +65,11 @@ func run(bin, images string, n, replicas int) error {
 	data := filepath.Join(dir, "data")
 	defer func() {
 		_ = exec.Command(bin, "killall", "--data-dir", data).Run()
+		if keepLog != "" {
+			if b, err := os.ReadFile(filepath.Join(dir, "k1s.log")); err == nil {
+				_ = os.WriteFile(keepLog, b, 0o644)
+			}
+		}
 		os.RemoveAll(dir)
 	}()
 	imgDir := filepath.Join(data, "agent", "images")

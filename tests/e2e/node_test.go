@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +69,10 @@ func TestNode(t *testing.T) {
 		if p.Status.PodIP == "" || !strings.HasPrefix(p.Status.PodIP, "10.42.") {
 			t.Fatalf("pod IP %q, want one from 10.42.0.0/16", p.Status.PodIP)
 		}
+		// The pod's runc shim is k1s's own, started from the data dir
+		// and running on one processor (it re-executes itself when
+		// containerd starts it with GOMAXPROCS=4).
+		assertShimsOneProc(t, s.DataDir)
 		// Logs.
 		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
 			out, _ := s.Kubectl(ctx, "logs", "two", "-c", "shell")
@@ -424,4 +429,37 @@ func httpGet(t *testing.T, url string) string {
 		return body != "", nil
 	})
 	return body
+}
+
+// assertShimsOneProc checks that there is a runc shim started from
+// dataDir and that every such shim has GOMAXPROCS=1 in its environment.
+func assertShimsOneProc(t *testing.T, dataDir string) {
+	t.Helper()
+	procs, err := filepath.Glob("/proc/[0-9]*/cmdline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := 0
+	for _, f := range procs {
+		cmdline, err := os.ReadFile(f)
+		if err != nil {
+			continue // gone
+		}
+		argv0, _, _ := strings.Cut(string(cmdline), "\x00")
+		if !strings.HasPrefix(argv0, dataDir+"/") || filepath.Base(argv0) != "containerd-shim-runc-v2" {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join(filepath.Dir(f), "environ"))
+		if err != nil {
+			continue
+		}
+		found++
+		vars := strings.Split(string(env), "\x00")
+		if !slices.Contains(vars, "GOMAXPROCS=1") {
+			t.Errorf("shim %s runs without GOMAXPROCS=1: %q", filepath.Dir(f), slices.DeleteFunc(vars, func(v string) bool { return !strings.HasPrefix(v, "GOMAXPROCS=") }))
+		}
+	}
+	if found == 0 {
+		t.Errorf("no runc shim started from %s is running", dataDir)
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2/manager"
@@ -23,12 +25,37 @@ func main() {
 	// off from the first allocation by GODEBUG=memprofilerate=0, which
 	// the shims inherit from k1s's containerd; this covers a shim started
 	// without it.
+	server := isServer(os.Args[1:])
+	if server && os.Getenv("GOMAXPROCS") != "1" {
+		reexecWithOneProc()
+	}
 	runtime.GOMAXPROCS(1)
 	runtime.MemProfileRate = 0
-	if isServer(os.Args[1:]) {
+	if server {
 		go trim()
 	}
 	shim.RunShim(context.Background(), manager.NewShimManager("io.containerd.runc.v2"))
+}
+
+// reexecWithOneProc replaces the process with itself, GOMAXPROCS=1 in
+// its environment. containerd's shim manager starts the server with
+// GOMAXPROCS=4, and a runtime that starts with four processors makes
+// threads for them during package initialisation that it never ends,
+// each with its own stacks. The pid, the inherited descriptors (the
+// listening socket) and the arguments stay; only a failed exec goes on
+// as before.
+func reexecWithOneProc() {
+	self, err := os.Executable()
+	if err != nil {
+		return
+	}
+	env := make([]string, 0, len(os.Environ())+1)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GOMAXPROCS=") {
+			env = append(env, kv)
+		}
+	}
+	_ = syscall.Exec(self, os.Args, append(env, "GOMAXPROCS=1"))
 }
 
 // isServer reports whether this is the long-running shim: containerd

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -148,15 +149,19 @@ func run(bin, images string, n, replicas int, keepLog string) error {
 	for i := 0; i < n; i++ {
 		names = append(names, fmt.Sprintf("p%02d", i))
 	}
+	busy0, k1s0, ctr0 := machineBusy(), cpuSeconds(cmd.Process.Pid), cpuSeconds(ctrPid)
 	t0 := time.Now()
 	lat, err := createAndWait(ctx, c, names)
 	if err != nil {
 		return err
 	}
 	all := time.Since(t0)
+	busy, k1sCPU, ctrCPU := machineBusy()-busy0, cpuSeconds(cmd.Process.Pid)-k1s0, cpuSeconds(ctrPid)-ctr0
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	fmt.Printf("%d pods at once → all Running:           %v (p50 %v, p99 %v)\n", n, all.Round(time.Millisecond),
 		lat[len(lat)/2].Round(time.Millisecond), lat[(len(lat)*99)/100].Round(time.Millisecond))
+	fmt.Printf("  CPU meanwhile: machine busy %.2f s of %.2f s (%d CPUs); k1s %.2f s, containerd %.2f s, the rest (shims, runc, CNI) %.2f s\n",
+		busy, all.Seconds()*float64(runtime.NumCPU()), runtime.NumCPU(), k1sCPU, ctrCPU, busy-k1sCPU-ctrCPU)
 	time.Sleep(10 * time.Second)
 	shims := shimPids(ctrPid)
 	var pss float64
@@ -305,6 +310,44 @@ func readStatus(pid int, key string) float64 {
 }
 
 func rssMB(pid int) float64 { return readStatus(pid, "VmRSS:") }
+
+// clockTick is USER_HZ, the unit of /proc's CPU times (100 on Linux).
+const clockTick = 100
+
+// cpuSeconds is the user+system CPU time of a process so far.
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name (which may hold spaces) in parentheses.
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / clockTick
+}
+
+// machineBusy is the CPU time all CPUs spent not idle so far.
+func machineBusy() float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	var total float64
+	for i, v := range strings.Fields(line)[1:] {
+		x, _ := strconv.ParseFloat(v, 64)
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		total += x
+	}
+	return total / clockTick
+}
 
 func pssMB(pid int) float64 {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps_rollup", pid))

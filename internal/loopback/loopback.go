@@ -268,11 +268,19 @@ func (w *responseWriter) finish(err error) {
 		w.cancel()
 		return
 	}
-	if err != nil && w.status == 0 {
+	switch {
+	case err != nil && w.status == 0:
 		w.status = http.StatusBadGateway
 		w.header = http.Header{}
 		w.buf.Reset()
 		w.buf.WriteString(err.Error())
+	case err != nil:
+		// The status is written: as over a connection that breaks, the
+		// client gets what was written and then an error, not a short
+		// body that looks complete.
+		w.respond(io.NopCloser(io.MultiReader(bytes.NewReader(w.buf.Bytes()), errReader{err})), -1)
+		w.cancel()
+		return
 	}
 	w.respond(io.NopCloser(bytes.NewReader(w.buf.Bytes())), int64(w.buf.Len()))
 	w.cancel()
@@ -319,6 +327,11 @@ func (w *responseWriter) WriteHeader(code int) {
 func (w *responseWriter) Write(p []byte) (int, error) {
 	if w.status == 0 {
 		w.WriteHeader(http.StatusOK)
+	}
+	if w.pw == nil && w.buf.Len()+len(p) > maxBuffered {
+		// A large response (a big list) streams instead of growing the
+		// buffer to its whole size.
+		w.Flush()
 	}
 	if w.pw != nil {
 		n, err := w.pw.Write(p)
@@ -368,6 +381,13 @@ func (w *responseWriter) CloseNotify() <-chan bool {
 	}()
 	return ch
 }
+
+// maxBuffered is how much of a response is buffered before it streams.
+const maxBuffered = 1 << 20
+
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }
 
 // streamBody is a streaming response's body: closing it ends the
 // handler's request, as a closed connection would.

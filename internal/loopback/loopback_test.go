@@ -129,6 +129,15 @@ func TestResponses(t *testing.T) {
 		case "/empty":
 		case "/panic":
 			panic("boom")
+		case "/panic-after-status":
+			w.WriteHeader(http.StatusOK)
+			fmt.Fprint(w, "partial")
+			panic("boom")
+		case "/large":
+			chunk := strings.Repeat("x", 64<<10)
+			for range 40 { // 2.5 MiB: more than is buffered
+				fmt.Fprint(w, chunk)
+			}
 		}
 	}))
 	rt := s.Transport(nil)
@@ -136,11 +145,14 @@ func TestResponses(t *testing.T) {
 		method, path, body string
 		code               int
 		want               string
+		readErr            bool // reading the body fails after want
 	}{
-		{http.MethodPost, "/echo?x=1", "payload", http.StatusCreated, "POST x=1 payload"},
-		{http.MethodGet, "/missing", "", http.StatusNotFound, "no such thing\n"},
-		{http.MethodGet, "/empty", "", http.StatusOK, ""},
-		{http.MethodGet, "/panic", "", http.StatusBadGateway, "loopback: handler panicked: boom"},
+		{method: http.MethodPost, path: "/echo?x=1", body: "payload", code: http.StatusCreated, want: "POST x=1 payload"},
+		{method: http.MethodGet, path: "/missing", code: http.StatusNotFound, want: "no such thing\n"},
+		{method: http.MethodGet, path: "/empty", code: http.StatusOK},
+		{method: http.MethodGet, path: "/panic", code: http.StatusBadGateway, want: "loopback: handler panicked: boom"},
+		{method: http.MethodGet, path: "/panic-after-status", code: http.StatusOK, want: "partial", readErr: true},
+		{method: http.MethodGet, path: "/large", code: http.StatusOK, want: strings.Repeat("x", 40*64<<10)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {
@@ -154,11 +166,14 @@ func TestResponses(t *testing.T) {
 				t.Fatalf("RoundTrip: %v", err)
 			}
 			defer resp.Body.Close()
-			b, _ := io.ReadAll(resp.Body)
-			if resp.StatusCode != tt.code || string(b) != tt.want {
-				t.Errorf("got %d %q, want %d %q", resp.StatusCode, b, tt.code, tt.want)
+			b, err := io.ReadAll(resp.Body)
+			if (err != nil) != tt.readErr {
+				t.Errorf("reading the body: %v, want an error: %v", err, tt.readErr)
 			}
-			if resp.ContentLength != int64(len(b)) {
+			if resp.StatusCode != tt.code || string(b) != tt.want {
+				t.Errorf("got %d %.40q (%d bytes), want %d %.40q (%d bytes)", resp.StatusCode, b, len(b), tt.code, tt.want, len(tt.want))
+			}
+			if resp.ContentLength != int64(len(b)) && resp.ContentLength != -1 {
 				t.Errorf("ContentLength %d, body %d bytes", resp.ContentLength, len(b))
 			}
 		})

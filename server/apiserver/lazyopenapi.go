@@ -55,11 +55,17 @@ func installOpenAPI(core, ext *genericapiserver.GenericAPIServer, v2 *openapicom
 	if err := v3Service.RegisterOpenAPIV3VersionedService("/openapi/v3", core.Handler.NonGoRestfulMux); err != nil {
 		return fmt.Errorf("serve OpenAPI v3: %w", err)
 	}
+	// The handler asks for group-versions concurrently (the /openapi/v3
+	// index gets every one's etag at once), but the builder writes to the
+	// model definitions that every build shares (v3.Definitions): builds
+	// run one at a time. kube-apiserver builds them one after the other
+	// at start.
+	oneAtATime := serialized()
 	for _, ws := range webServices {
 		gv := strings.TrimPrefix(ws.RootPath(), "/")
-		v3Service.UpdateGroupVersionLazy(gv, &lazyV3{gv: gv, build: func() (*spec3.OpenAPI, error) {
+		v3Service.UpdateGroupVersionLazy(gv, &lazyV3{gv: gv, build: oneAtATime(func() (*spec3.OpenAPI, error) {
 			return builder3.BuildOpenAPISpecFromRoutes(restfuladapter.AdaptWebServices([]*restful.WebService{ws}), v3)
-		}})
+		})})
 	}
 
 	// The CRD controllers merge custom resources into these services; the
@@ -176,6 +182,18 @@ func (l *lazyV3) Get() (*spec3.OpenAPI, string, error) {
 	}
 	l.handed, l.doc = true, doc
 	return doc, lazyV3Etag, nil
+}
+
+// serialized returns a wrapper that runs the builds it wraps one at a time.
+func serialized() func(build func() (*spec3.OpenAPI, error)) func() (*spec3.OpenAPI, error) {
+	var mu sync.Mutex
+	return func(build func() (*spec3.OpenAPI, error)) func() (*spec3.OpenAPI, error) {
+		return func() (*spec3.OpenAPI, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return build()
+		}
+	}
 }
 
 // splitGroupVersionPath reads "api/v1" and "apis/<group>/<version>".

@@ -2,8 +2,12 @@ package apiserver
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
@@ -36,6 +40,36 @@ func TestLazyV3BuildsOnceThenHandsOnlyTheEtag(t *testing.T) {
 	}
 	if builds != 2 {
 		t.Fatalf("built %d times, want 2 (one failure, one success)", builds)
+	}
+}
+
+// Group-versions are fetched concurrently; their builds share the model
+// definitions, so they must not overlap.
+func TestLazyV3BuildsOneAtATime(t *testing.T) {
+	var inFlight, overlaps atomic.Int32
+	oneAtATime := serialized()
+	var gvs []*lazyV3
+	for i := range 8 {
+		gvs = append(gvs, &lazyV3{gv: fmt.Sprintf("apis/g%d/v1", i), build: oneAtATime(func() (*spec3.OpenAPI, error) {
+			if inFlight.Add(1) > 1 {
+				overlaps.Add(1)
+			}
+			time.Sleep(5 * time.Millisecond)
+			inFlight.Add(-1)
+			return &spec3.OpenAPI{Version: "3.0.0"}, nil
+		})})
+	}
+	var wg sync.WaitGroup
+	for _, l := range gvs {
+		wg.Go(func() {
+			if _, _, err := l.Get(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if n := overlaps.Load(); n != 0 {
+		t.Fatalf("%d builds overlapped another", n)
 	}
 }
 

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"fmt"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 
@@ -28,9 +29,10 @@ import (
 // k8s.io/apiserver builds both documents while the server starts and keeps
 // them: ~17 MB of heap on an idle control plane and a few hundred
 // milliseconds of start-up CPU, for documents most clusters rarely fetch.
-// Here the v2 document is built on its first request, and each v3
-// group-version on the first request that needs it; once a v3 document has
-// been turned into the JSON the handler caches, its object form is let go.
+// Here the v2 document is built on its first request, and the v3
+// group-versions on the first request for any of them; once a v3 document
+// has been turned into the JSON the handler caches, its object form is let
+// go.
 // What is served is what the eager build serves.
 func installOpenAPI(core, ext *genericapiserver.GenericAPIServer, v2 *openapicommon.Config, v3 *openapicommon.OpenAPIV3Config) error {
 	webServices := servedWebServices(core, ext)
@@ -55,17 +57,15 @@ func installOpenAPI(core, ext *genericapiserver.GenericAPIServer, v2 *openapicom
 	if err := v3Service.RegisterOpenAPIV3VersionedService("/openapi/v3", core.Handler.NonGoRestfulMux); err != nil {
 		return fmt.Errorf("serve OpenAPI v3: %w", err)
 	}
-	// The handler asks for group-versions concurrently (the /openapi/v3
-	// index gets every one's etag at once), but the builder writes to the
-	// model definitions that every build shares (v3.Definitions): builds
-	// run one at a time. kube-apiserver builds them one after the other
-	// at start.
-	oneAtATime := serialized()
+	builds := &v3Builds{build: map[string]func() (*spec3.OpenAPI, error){}}
 	for _, ws := range webServices {
 		gv := strings.TrimPrefix(ws.RootPath(), "/")
-		v3Service.UpdateGroupVersionLazy(gv, &lazyV3{gv: gv, build: oneAtATime(func() (*spec3.OpenAPI, error) {
+		builds.build[gv] = func() (*spec3.OpenAPI, error) {
 			return builder3.BuildOpenAPISpecFromRoutes(restfuladapter.AdaptWebServices([]*restful.WebService{ws}), v3)
-		})})
+		}
+	}
+	for gv := range builds.build {
+		v3Service.UpdateGroupVersionLazy(gv, &lazyV3{gv: gv, build: func() (*spec3.OpenAPI, error) { return builds.take(gv) }})
 	}
 
 	// The CRD controllers merge custom resources into these services; the
@@ -140,10 +140,10 @@ func (b beforeServing) Handle(path string, h http.Handler) {
 
 // lazyV3 is one built-in group-version's v3 document. The handler asks
 // for it on every request to learn its etag, and turns it into JSON (and
-// caches that) only when the etag is new: so the document is built on the
-// first request, handed over once, and afterwards only its etag is
-// returned — the handler keeps serving its cached JSON. A failed build is
-// retried on the next request.
+// caches that) only when the etag is new: so the document is built
+// (v3Builds) on the first request, handed over once, and afterwards only
+// its etag is returned — the handler keeps serving its cached JSON. A
+// failed build is retried on the next request.
 //
 // The handler's caches keep the first document they were given for good,
 // though only to compare etags. So on the next request (by then the
@@ -175,25 +175,60 @@ func (l *lazyV3) Get() (*spec3.OpenAPI, string, error) {
 	}
 	doc, err := l.build()
 	if err != nil {
-		return nil, "", fmt.Errorf("build OpenAPI v3 for %s: %w", l.gv, err)
-	}
-	if group, version, ok := splitGroupVersionPath(l.gv); ok {
-		narrowSharedMetaKinds(doc, group, version)
+		return nil, "", err
 	}
 	l.handed, l.doc = true, doc
 	return doc, lazyV3Etag, nil
 }
 
-// serialized returns a wrapper that runs the builds it wraps one at a time.
-func serialized() func(build func() (*spec3.OpenAPI, error)) func() (*spec3.OpenAPI, error) {
-	var mu sync.Mutex
-	return func(build func() (*spec3.OpenAPI, error)) func() (*spec3.OpenAPI, error) {
-		return func() (*spec3.OpenAPI, error) {
-			mu.Lock()
-			defer mu.Unlock()
-			return build()
+// v3Builds builds the v3 documents of every built-in group-version
+// together, on the first request for any of them, and hands each out
+// once.
+//
+// Together, because the builds share the model definitions
+// (v3.Definitions) and the builder writes to their maps, while the
+// handler serves (and reads) a document as soon as it has it, and asks
+// for group-versions concurrently (the /openapi/v3 index wants every
+// etag at once): a build overlapping the encoding of another document
+// crashed the process. kube-apiserver, too, builds them all, one after
+// the other, before it serves.
+type v3Builds struct {
+	mu    sync.Mutex
+	build map[string]func() (*spec3.OpenAPI, error) // by group-version path; nil once built
+	docs  map[string]*spec3.OpenAPI                 // built, not yet handed out
+}
+
+// take returns gv's document, building every document first if that has
+// not been done. A failed build hands nothing out and is retried by the
+// next take.
+func (b *v3Builds) take(gv string) (*spec3.OpenAPI, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.build != nil {
+		gvs := make([]string, 0, len(b.build))
+		for g := range b.build {
+			gvs = append(gvs, g)
 		}
+		sort.Strings(gvs)
+		docs := make(map[string]*spec3.OpenAPI, len(gvs))
+		for _, g := range gvs {
+			doc, err := b.build[g]()
+			if err != nil {
+				return nil, fmt.Errorf("build OpenAPI v3 for %s: %w", g, err)
+			}
+			if group, version, ok := splitGroupVersionPath(g); ok {
+				narrowSharedMetaKinds(doc, group, version)
+			}
+			docs[g] = doc
+		}
+		b.build, b.docs = nil, docs
 	}
+	doc, ok := b.docs[gv]
+	if !ok {
+		return nil, fmt.Errorf("no OpenAPI v3 document for %s, or it was handed out already", gv)
+	}
+	delete(b.docs, gv)
+	return doc, nil
 }
 
 // splitGroupVersionPath reads "api/v1" and "apis/<group>/<version>".
@@ -237,12 +272,19 @@ func narrowSharedMetaKinds(doc *spec3.OpenAPI, group, version string) {
 				kept = append(kept, e)
 			}
 		}
+		// The extensions map is the model definition's, shared by every
+		// group-version's document: replace it, do not write to it.
+		narrowed := make(spec.Extensions, len(schema.Extensions))
+		for k, v := range schema.Extensions {
+			narrowed[k] = v
+		}
 		if len(kept) == 0 {
 			klog.InfoS("No group-version-kind left for a shared meta kind", "schema", name, "group", group, "version", version)
-			delete(schema.Extensions, ext)
-			continue
+			delete(narrowed, ext)
+		} else {
+			narrowed[ext] = kept
 		}
-		schema.Extensions[ext] = kept
+		schema.Extensions = narrowed
 	}
 }
 

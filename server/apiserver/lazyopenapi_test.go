@@ -2,12 +2,9 @@ package apiserver
 
 import (
 	"errors"
-	"fmt"
 	"reflect"
-	"sync"
-	"sync/atomic"
+	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/kube-openapi/pkg/spec3"
 	"k8s.io/kube-openapi/pkg/validation/spec"
@@ -43,33 +40,42 @@ func TestLazyV3BuildsOnceThenHandsOnlyTheEtag(t *testing.T) {
 	}
 }
 
-// Group-versions are fetched concurrently; their builds share the model
-// definitions, so they must not overlap.
-func TestLazyV3BuildsOneAtATime(t *testing.T) {
-	var inFlight, overlaps atomic.Int32
-	oneAtATime := serialized()
-	var gvs []*lazyV3
-	for i := range 8 {
-		gvs = append(gvs, &lazyV3{gv: fmt.Sprintf("apis/g%d/v1", i), build: oneAtATime(func() (*spec3.OpenAPI, error) {
-			if inFlight.Add(1) > 1 {
-				overlaps.Add(1)
+// Every group-version is built on the first take, before any document is
+// handed out (the builds write to the model definitions they share); each
+// document is handed out once; a failed build hands out nothing and is
+// tried again.
+func TestV3BuildsAllTogetherAndHandsEachOnce(t *testing.T) {
+	built := map[string]int{}
+	fail := true
+	b := &v3Builds{build: map[string]func() (*spec3.OpenAPI, error){}}
+	for _, gv := range []string{"api/v1", "apis/apps/v1", "apis/batch/v1"} {
+		b.build[gv] = func() (*spec3.OpenAPI, error) {
+			built[gv]++
+			if fail && gv == "apis/batch/v1" {
+				return nil, errors.New("boom")
 			}
-			time.Sleep(5 * time.Millisecond)
-			inFlight.Add(-1)
-			return &spec3.OpenAPI{Version: "3.0.0"}, nil
-		})})
+			return &spec3.OpenAPI{Version: gv}, nil
+		}
 	}
-	var wg sync.WaitGroup
-	for _, l := range gvs {
-		wg.Go(func() {
-			if _, _, err := l.Get(); err != nil {
-				t.Error(err)
-			}
-		})
+	if _, err := b.take("api/v1"); err == nil || !strings.Contains(err.Error(), "apis/batch/v1") {
+		t.Fatalf("take with a failing build: %v, want the failing group-version named", err)
 	}
-	wg.Wait()
-	if n := overlaps.Load(); n != 0 {
-		t.Fatalf("%d builds overlapped another", n)
+	fail = false
+	doc, err := b.take("apis/apps/v1")
+	if err != nil || doc.Version != "apis/apps/v1" {
+		t.Fatalf("take after the failure: %v, %v", doc, err)
+	}
+	if want := map[string]int{"api/v1": 2, "apis/apps/v1": 2, "apis/batch/v1": 2}; !reflect.DeepEqual(built, want) {
+		t.Fatalf("builds %v, want every group-version built on the first take (and again after the failure) %v", built, want)
+	}
+	if doc, err := b.take("api/v1"); err != nil || doc.Version != "api/v1" {
+		t.Fatalf("take of another group-version: %v, %v", doc, err)
+	}
+	if _, err := b.take("apis/apps/v1"); err == nil {
+		t.Fatal("a document was handed out twice")
+	}
+	if built["apis/apps/v1"] != 2 {
+		t.Fatalf("rebuilt after the first success: %v", built)
 	}
 }
 
@@ -123,6 +129,30 @@ func TestNarrowSharedMetaKinds(t *testing.T) {
 		if got := doc.Components.Schemas[name].Extensions[ext]; !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: %v, want %v", name, got, want)
 		}
+	}
+}
+
+// The schemas of different group-versions' documents share the model
+// definition's extensions map: narrowing one document must not change it.
+func TestNarrowSharedMetaKindsLeavesSharedExtensions(t *testing.T) {
+	const ext = "x-kubernetes-group-version-kind"
+	shared := spec.Extensions{ext: gvks("", "v1", "WatchEvent", "apps", "v1", "WatchEvent", "batch", "v1", "WatchEvent")}
+	doc := func() *spec3.OpenAPI {
+		s := &spec.Schema{}
+		s.Extensions = shared
+		return &spec3.OpenAPI{Components: &spec3.Components{Schemas: map[string]*spec.Schema{"watch": s}}}
+	}
+	apps, batch := doc(), doc()
+	narrowSharedMetaKinds(apps, "apps", "v1")
+	narrowSharedMetaKinds(batch, "batch", "v1")
+	if got, want := apps.Components.Schemas["watch"].Extensions[ext], gvks("", "v1", "WatchEvent", "apps", "v1", "WatchEvent"); !reflect.DeepEqual(got, want) {
+		t.Errorf("apps: %v, want %v", got, want)
+	}
+	if got, want := batch.Components.Schemas["watch"].Extensions[ext], gvks("", "v1", "WatchEvent", "batch", "v1", "WatchEvent"); !reflect.DeepEqual(got, want) {
+		t.Errorf("batch: %v, want %v", got, want)
+	}
+	if got := shared[ext].([]interface{}); len(got) != 3 {
+		t.Errorf("the shared extensions were changed: %v", got)
 	}
 }
 

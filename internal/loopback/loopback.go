@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 )
 
 // ErrNotServing is returned for requests made after the apiserver stopped.
@@ -245,7 +246,7 @@ func (w *responseWriter) serve(h http.Handler, req *http.Request) {
 			// http.Server's behaviour: the panic is the handler's; the
 			// client sees its connection end. ErrAbortHandler is silent.
 			if p != http.ErrAbortHandler {
-				fmt.Fprintf(os.Stderr, "loopback: panic serving %s %s: %v\n", req.Method, req.URL.Path, p)
+				klog.ErrorS(nil, "Panic serving an in-process request", "method", req.Method, "path", req.URL.Path, "panic", p)
 			}
 			w.finish(fmt.Errorf("loopback: handler panicked: %v", p))
 			return

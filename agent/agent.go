@@ -66,6 +66,9 @@ type Deps struct {
 	Env kuberuntime.EnvSource
 	// Clock is injected for tests.
 	Clock clock.WithTicker
+	// PodsAfter, when set, holds back pod workers until it is closed
+	// (images still being imported); nil: none.
+	PodsAfter <-chan struct{}
 }
 
 // Agent runs the pods of one node.
@@ -179,6 +182,16 @@ func (a *Agent) Run(ctx context.Context) error {
 		fs.Run(ctx, a.pods)
 	}()
 
+	if a.deps.PodsAfter != nil {
+		// The node registers, reports and sets up its network meanwhile;
+		// pod updates wait in the pod manager's queue.
+		select {
+		case <-a.deps.PodsAfter:
+		case <-ctx.Done():
+			wg.Wait()
+			return nil
+		}
+	}
 	a.workers = newPodWorkers(ctx, a.syncPod)
 	a.syncLoop(ctx)
 	a.workers.Wait()

@@ -483,3 +483,47 @@ func TestWatchNodeWritesTheNetworkConfig(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// With PodsAfter set, the agent starts no pod until it is closed (the
+// air-gap images are still being imported), then starts the pods that
+// arrived meanwhile.
+func TestRunHoldsPodsUntilPodsAfter(t *testing.T) {
+	ta := newTestAgent(t)
+	release := make(chan struct{})
+	ta.a.deps.PodsAfter = release
+	ctx, cancel := context.WithCancel(context.Background())
+	pod := apiPod(corev1.RestartPolicyAlways, "k1s.local/busybox:1.36")
+	if _, err := ta.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ta.a.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+
+	// The pod reaches the pod manager, but no sandbox is made.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok := ta.a.pods.Get(pod.UID); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pod never reached the pod manager")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if n := ta.rt.callsOf("RunPodSandbox"); n != 0 {
+		t.Fatalf("%d sandboxes made before PodsAfter was closed", n)
+	}
+
+	close(release)
+	for ta.rt.callsOf("StartContainer") == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the pod did not start after PodsAfter was closed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	criclient "k8s.io/cri-client/pkg"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -28,6 +27,7 @@ import (
 	"github.com/k1s/k1s/agent/network"
 	agentserver "github.com/k1s/k1s/agent/server"
 	"github.com/k1s/k1s/agent/volume"
+	"github.com/k1s/k1s/internal/cachesync"
 )
 
 // NodeConfig configures everything a node runs next to its containers: the
@@ -39,6 +39,10 @@ type NodeConfig struct {
 	// ClusterCIDR is the whole pod range, exempt from masquerading.
 	// Default 10.42.0.0/16.
 	ClusterCIDR *net.IPNet
+	// PodsAfter, when set, holds back starting pods (not the node's
+	// registration, status or network) until it is closed: the embedded
+	// runtime closes it once the air-gap images are imported.
+	PodsAfter <-chan struct{}
 }
 
 // Node is a running node: a supervised component.
@@ -100,13 +104,14 @@ func (n *Node) Run(ctx context.Context) error {
 		return err
 	}
 	agent, err := New(n.cfg.Agent, Deps{
-		Client:  client,
-		Runtime: runtime,
-		Images:  images,
-		Volumes: vols,
-		Network: &cniNetwork{dir: n.cfg.Agent.CNIConfDir, ipamDir: filepath.Join(n.cfg.Agent.AgentDir(), "cni", "networks"), clusterCIDR: n.cfg.ClusterCIDR},
-		Env:     env,
-		Clock:   clock.RealClock{},
+		Client:    client,
+		Runtime:   runtime,
+		Images:    images,
+		Volumes:   vols,
+		Network:   &cniNetwork{dir: n.cfg.Agent.CNIConfDir, ipamDir: filepath.Join(n.cfg.Agent.AgentDir(), "cni", "networks"), clusterCIDR: n.cfg.ClusterCIDR},
+		Env:       env,
+		Clock:     clock.RealClock{},
+		PodsAfter: n.cfg.PodsAfter,
 	})
 	if err != nil {
 		return err
@@ -126,7 +131,8 @@ func (n *Node) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cache.WaitForCacheSync(ctx.Done(), svcSynced)
+	// The node's start (and so node Ready) waits on this.
+	cachesync.WaitForCacheSync(ctx, svcSynced)
 
 	var wg sync.WaitGroup
 	errs := make(chan error, 3)

@@ -21,15 +21,19 @@ import (
 	"github.com/k1s/k1s/agent/logs"
 	agentserver "github.com/k1s/k1s/agent/server"
 	"github.com/k1s/k1s/embed/containerd"
+	"github.com/k1s/k1s/internal/images"
 	"github.com/k1s/k1s/server/pki"
 )
 
-// runtimeWithImages runs the embedded containerd and imports the bundled
-// pause image and the air-gap image tarballs before it reports ready, so
-// the agent never starts a pod before its images are there.
+// runtimeWithImages runs the embedded containerd and imports the images
+// carried in the binary (the pause image) before it reports ready, so the
+// node can register and set up its network; the air-gap image tarballs
+// are imported next, and the agent starts no pod before that is done
+// (imported), so a pod never finds its air-gap image missing.
 type runtimeWithImages struct {
-	c     *containerd.Containerd
-	ready chan struct{}
+	c        *containerd.Containerd
+	ready    chan struct{}
+	imported chan struct{}
 }
 
 func (r *runtimeWithImages) Ready() <-chan struct{} { return r.ready }
@@ -42,15 +46,20 @@ func (r *runtimeWithImages) Run(ctx context.Context) error {
 	case err := <-done:
 		return err
 	}
-	results, err := r.c.ImportImages(ctx)
-	if err != nil {
-		// A bad tarball must not stop the node: report it and go on.
-		klog.FromContext(ctx).Error(err, "Some images could not be imported")
+	logger := klog.FromContext(ctx)
+	report := func(results []images.Result, err error) {
+		if err != nil {
+			// A bad tarball must not stop the node: report it and go on.
+			logger.Error(err, "Some images could not be imported")
+		}
+		for _, res := range results {
+			logger.V(2).Info("Image archive", "result", fmt.Sprintf("%+v", res))
+		}
 	}
-	for _, res := range results {
-		klog.FromContext(ctx).V(2).Info("Image archive", "result", fmt.Sprintf("%+v", res))
-	}
+	report(r.c.ImportBundledImages(ctx))
 	close(r.ready)
+	report(r.c.ImportImageDir(ctx))
+	close(r.imported)
 	return <-done
 }
 
@@ -63,8 +72,12 @@ func (s *Server) nodeComponents(cluster *pki.Cluster, local string) (runtime *ru
 		if err != nil {
 			return nil, nil, err
 		}
-		runtime = &runtimeWithImages{c: c, ready: make(chan struct{})}
+		runtime = &runtimeWithImages{c: c, ready: make(chan struct{}), imported: make(chan struct{})}
 		endpoint = c.Endpoint()
+	}
+	var podsAfter <-chan struct{}
+	if runtime != nil {
+		podsAfter = runtime.imported
 	}
 	hostname, _ := os.Hostname()
 	agentDir := filepath.Join(s.cfg.DataDir, "agent")
@@ -113,6 +126,7 @@ func (s *Server) nodeComponents(cluster *pki.Cluster, local string) (runtime *ru
 		},
 		Logs:        logs.Config{MaxSize: s.cfg.ContainerLogMaxSize, MaxFiles: s.cfg.ContainerLogMaxFiles},
 		ClusterCIDR: s.p.clusterCIDR,
+		PodsAfter:   podsAfter,
 	}, restCfg)
 	if err != nil {
 		return nil, nil, err

@@ -30,6 +30,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/k1s/k1s/controllers/manager"
+	"github.com/k1s/k1s/internal/cachesync"
 )
 
 // Config is the allocator's range.
@@ -103,7 +104,9 @@ func (c *Controller) enqueue(obj any) {
 func (c *Controller) Run(ctx context.Context) error {
 	defer utilruntime.HandleCrash()
 	defer c.queue.ShutDown()
-	if !cache.WaitForCacheSync(ctx.Done(), c.synced) {
+	// A new node waits for its pod CIDR before it is Ready: look for the
+	// synced caches more often than client-go does.
+	if !cachesync.WaitForCacheSync(ctx, c.synced) {
 		return nil
 	}
 	go wait.UntilWithContext(ctx, func(ctx context.Context) {

@@ -27,12 +27,36 @@ func ImportStateFile(root string) string { return filepath.Join(root, "k1s-impor
 // returned joined. Call it once containerd is ready and before the first
 // pod sandbox is created.
 func ImportImages(ctx context.Context, endpoint, snapshotter, imagesDir, stateFile string) ([]images.Result, error) {
-	archives, dirErr := images.DirArchives(imagesDir)
+	bundled, bundledErr := ImportBundledImages(ctx, endpoint, snapshotter, stateFile)
+	airGap, airGapErr := ImportImageDir(ctx, endpoint, snapshotter, imagesDir, stateFile)
+	return append(bundled, airGap...), errors.Join(bundledErr, airGapErr)
+}
+
+// ImportBundledImages imports the images carried in the k1s binary (the
+// pause image, pinned so image GC never removes it): what a node needs
+// before it can run any pod sandbox.
+func ImportBundledImages(ctx context.Context, endpoint, snapshotter, stateFile string) ([]images.Result, error) {
 	pause, err := PauseImageArchive()
 	if err != nil {
 		return nil, err
 	}
-	archives = append([]images.Archive{images.BytesArchive(BundledPauseArchive, pause, true)}, archives...)
+	return importArchives(ctx, endpoint, snapshotter, stateFile, []images.Archive{images.BytesArchive(BundledPauseArchive, pause, true)}, nil)
+}
+
+// ImportImageDir imports the image archives in imagesDir (the air-gap
+// images).
+func ImportImageDir(ctx context.Context, endpoint, snapshotter, imagesDir, stateFile string) ([]images.Result, error) {
+	archives, dirErr := images.DirArchives(imagesDir)
+	if len(archives) == 0 {
+		if dirErr != nil {
+			return nil, fmt.Errorf("import images: %w", dirErr)
+		}
+		return nil, nil
+	}
+	return importArchives(ctx, endpoint, snapshotter, stateFile, archives, dirErr)
+}
+
+func importArchives(ctx context.Context, endpoint, snapshotter, stateFile string, archives []images.Archive, dirErr error) ([]images.Result, error) {
 	imp, err := images.New(endpoint, images.Options{Snapshotter: snapshotter, StateFile: stateFile})
 	if err != nil {
 		return nil, err
@@ -50,4 +74,14 @@ func ImportImages(ctx context.Context, endpoint, snapshotter, imagesDir, stateFi
 // beside its root.
 func (c *Containerd) ImportImages(ctx context.Context) ([]images.Result, error) {
 	return ImportImages(ctx, c.Endpoint(), c.cfg.Snapshotter, c.cfg.ImagesDir, ImportStateFile(c.cfg.Root))
+}
+
+// ImportBundledImages is ImportBundledImages for this containerd.
+func (c *Containerd) ImportBundledImages(ctx context.Context) ([]images.Result, error) {
+	return ImportBundledImages(ctx, c.Endpoint(), c.cfg.Snapshotter, ImportStateFile(c.cfg.Root))
+}
+
+// ImportImageDir is ImportImageDir for this containerd's images directory.
+func (c *Containerd) ImportImageDir(ctx context.Context) ([]images.Result, error) {
+	return ImportImageDir(ctx, c.Endpoint(), c.cfg.Snapshotter, c.cfg.ImagesDir, ImportStateFile(c.cfg.Root))
 }

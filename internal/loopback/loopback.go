@@ -18,7 +18,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -29,6 +28,7 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/klog/v2"
 )
 
@@ -99,17 +99,11 @@ func (s *Server) current(ctx context.Context) (http.Handler, error) {
 // when chain is empty (the request then authenticates by its headers,
 // e.g. a bearer token).
 func (s *Server) Transport(chain []*x509.Certificate) http.RoundTripper {
-	var state *tls.ConnectionState
-	if len(chain) > 0 {
-		state = &tls.ConnectionState{
-			Version:           tls.VersionTLS13,
-			HandshakeComplete: true,
-			PeerCertificates:  chain,
-		}
-	} else {
-		state = &tls.ConnectionState{Version: tls.VersionTLS13, HandshakeComplete: true}
-	}
-	return &transport{server: s, tls: state}
+	return &transport{server: s, tls: &tls.ConnectionState{
+		Version:           tls.VersionTLS13,
+		HandshakeComplete: true,
+		PeerCertificates:  chain,
+	}}
 }
 
 // ClientConfig returns a copy of cfg whose requests go to s. The identity
@@ -129,7 +123,7 @@ func (s *Server) ClientConfig(cfg *rest.Config) (*rest.Config, error) {
 			certPEM = b
 		}
 		var err error
-		if chain, err = parseChain(certPEM); err != nil {
+		if chain, err = certutil.ParseCertsPEM(certPEM); err != nil {
 			return nil, fmt.Errorf("in-process client: client certificate %s: %w", out.CertFile, err)
 		}
 	}
@@ -138,29 +132,6 @@ func (s *Server) ClientConfig(cfg *rest.Config) (*rest.Config, error) {
 	// Nothing to compress between two goroutines.
 	out.DisableCompression = true
 	return out, nil
-}
-
-func parseChain(certPEM []byte) ([]*x509.Certificate, error) {
-	var chain []*x509.Certificate
-	for rest := certPEM; ; {
-		var block *pem.Block
-		block, rest = pem.Decode(rest)
-		if block == nil {
-			break
-		}
-		if block.Type != "CERTIFICATE" {
-			continue
-		}
-		c, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			return nil, err
-		}
-		chain = append(chain, c)
-	}
-	if len(chain) == 0 {
-		return nil, errors.New("no certificate in PEM data")
-	}
-	return chain, nil
 }
 
 type transport struct {

@@ -223,7 +223,8 @@ var disabledPlugins = []string{
 // image that is not present fails at once; pod network namespaces under
 // its state directory (not the machine-wide /var/run/netns); CPU usage
 // sampled every 10 s rather than every second (each sample is a call into
-// every shim).
+// every shim); a pod's lo brought up by containerd itself rather than by
+// running the CNI loopback plugin for every pod.
 func renderConfig(c Config) string {
 	q := tomlString
 	var b strings.Builder
@@ -269,6 +270,7 @@ func renderConfig(c Config) string {
 	w("    [plugins.'io.containerd.cri.v1.runtime'.cni]")
 	w("      conf_dir = %s", q(c.CNIConfDir))
 	w("      bin_dirs = %s", tomlList(c.CNIBinDirs))
+	w("      use_internal_loopback = true")
 	w("")
 	w("  [plugins.'io.containerd.cri.v1.images']")
 	w("    snapshotter = %s", q(c.Snapshotter))

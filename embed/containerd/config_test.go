@@ -155,6 +155,7 @@ func TestRenderConfig(t *testing.T) {
 		{append(runc, "options", "Root"), "/run/k1s-x/containerd/runc"},
 		{[]string{"plugins", cri, "cni", "conf_dir"}, "/data/agent/etc/cni/net.d"},
 		{[]string{"plugins", cri, "cni", "bin_dirs"}, []any{"/usr/lib/cni", "/opt/cni/bin"}},
+		{[]string{"plugins", cri, "cni", "use_internal_loopback"}, true},
 		{[]string{"plugins", "io.containerd.cri.v1.images", "snapshotter"}, "overlayfs"},
 		{[]string{"plugins", "io.containerd.cri.v1.images", "pinned_images", "sandbox"}, `k1s.local/pause:"q"`},
 		{[]string{"plugins", "io.containerd.shim.v1.manager", "socket_dir"}, "/run/k1s-x/containerd/s"},

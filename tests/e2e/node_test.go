@@ -86,6 +86,12 @@ func TestNode(t *testing.T) {
 		if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 || !strings.Contains(out, "in-exec") {
 			t.Fatalf("kubectl exec: err %v, output %q; want exit code 3 and the output", err, out)
 		}
+		// The pod's lo is up (containerd brings it up, not the CNI
+		// loopback plugin): one container reaches the other on 127.0.0.1.
+		out, err = s.Kubectl(ctx, "exec", "two", "-c", "shell", "--", "wget", "-q", "-O", "-", "http://127.0.0.1:8080/healthz")
+		if err != nil || strings.TrimSpace(out) != "ok" {
+			t.Fatalf("GET 127.0.0.1:8080/healthz inside the pod: err %v, output %q", err, out)
+		}
 		// The pod IP answers from the host.
 		body := httpGet(t, fmt.Sprintf("http://%s:8080/", p.Status.PodIP))
 		if !strings.Contains(body, "two") {
@@ -408,6 +414,12 @@ spec:
 			}
 		}
 	})
+
+	// The apiserver keeps default/kubernetes's Endpoints every 10 s; the
+	// deprecation warning each request draws is not logged.
+	if n := strings.Count(s.Log(), "v1 Endpoints is deprecated"); n > 0 {
+		t.Errorf("the server's log holds %d Endpoints deprecation warnings", n)
+	}
 }
 
 func tryGet(url string) string {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/urfave/cli/v2"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/k1s/k1s/controllers/manager"
@@ -34,6 +35,10 @@ func serverCommand() *cli.Command { return newServerCommand(runServer) }
 
 // runServer builds the server from cfg and runs it until ctx is done.
 func runServer(ctx context.Context, cfg server.Config) error {
+	// The server's own clients do not log the API warnings they draw
+	// (the apiserver and the endpoints controller keep v1 Endpoints, which
+	// is deprecated), as kube-apiserver and kube-controller-manager do.
+	rest.SetDefaultWarningHandler(rest.NoWarnings{})
 	s, err := server.New(cfg)
 	if err != nil {
 		return err

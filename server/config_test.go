@@ -47,6 +47,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 			cs.PodGC.TerminatedPodGCThreshold = 0
 			c.Controllers = &cs
 		}, nil},
+		{"log size not a quantity", func(c *Config) { c.ContainerLogMaxSize = "xyz" }, []string{"--container-log-max-size", `"xyz"`}},
+		{"one log file", func(c *Config) { c.ContainerLogMaxFiles = 1 }, []string{"--container-log-max-files"}},
 		{"partial settings are defaulted", func(c *Config) {
 			c.Controllers = &ControllerSettings{}
 		}, nil},

@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/k1s/k1s/agent"
+	"github.com/k1s/k1s/agent/logs"
 	"github.com/k1s/k1s/controllers/manager"
 	"github.com/k1s/k1s/controllers/nodeipam"
 	"github.com/k1s/k1s/embed/etcd"
@@ -243,6 +244,9 @@ func (c *Config) parse() (*parsed, error) {
 	}
 	if c.ContainerLogMaxFiles < 2 {
 		errs = append(errs, fmt.Errorf("--container-log-max-files: %d must be at least 2", c.ContainerLogMaxFiles))
+	}
+	if err := (logs.Config{MaxSize: c.ContainerLogMaxSize, MaxFiles: 2}).Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.ReadOnlyPort < 0 || c.ReadOnlyPort > 65535 {
 		errs = append(errs, fmt.Errorf("--read-only-port: %d is not a valid port", c.ReadOnlyPort))

@@ -23,9 +23,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/component-helpers/apimachinery/lease"
+	nodeutil "k8s.io/component-helpers/node/util"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 )
@@ -235,6 +237,28 @@ func (m *Manager) register(ctx context.Context) error {
 func (m *Manager) update(ctx context.Context) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	// As kubelet: a few immediate tries, each from a fresh read, rather
+	// than waiting a whole status period after a failure.
+	var err error
+	for range statusUpdateTries {
+		if err = m.tryUpdate(ctx); err == nil || ctx.Err() != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// statusUpdateTries is how many times update tries (kubelet's
+// nodeStatusUpdateRetry).
+const statusUpdateTries = 5
+
+// tryUpdate posts the node's status if it changed or is due. The status
+// is sent as a strategic merge patch of nodes/status, as kubelet sends
+// it: a patch carries only the status, so a concurrent change of the
+// node's spec (the node-lifecycle controller adding or removing a taint)
+// neither conflicts with it nor reads as the node changing its own taints,
+// which the NodeRestriction admission plugin refuses.
+func (m *Manager) tryUpdate(ctx context.Context) error {
 	node, err := m.client.CoreV1().Nodes().Get(ctx, m.cfg.NodeName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		// Deleted behind our back: register again.
@@ -250,7 +274,7 @@ func (m *Manager) update(ctx context.Context) error {
 	}
 	updated := node.DeepCopy()
 	updated.Status = st
-	if _, err := m.client.CoreV1().Nodes().UpdateStatus(ctx, updated, metav1.UpdateOptions{}); err != nil {
+	if _, _, err := nodeutil.PatchNodeStatus(m.client.CoreV1(), types.NodeName(node.Name), node, updated); err != nil {
 		return fmt.Errorf("update node status: %w", err)
 	}
 	m.lastPost = now

@@ -224,7 +224,7 @@ func TestRegisterErrors(t *testing.T) {
 func statusPosts(c *fake.Clientset) int {
 	n := 0
 	for _, a := range c.Actions() {
-		if a.GetVerb() == "update" && a.GetSubresource() == "status" {
+		if (a.GetVerb() == "patch" || a.GetVerb() == "update") && a.GetSubresource() == "status" {
 			n++
 		}
 	}
@@ -411,5 +411,58 @@ func TestRunRegistersAndHoldsTheLease(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("Run did not stop")
+	}
+}
+
+// A status post carries only the status: the node-lifecycle controller's
+// taint change made after the agent read the node survives it, and a
+// failed post is tried again at once.
+func TestUpdateSendsOnlyStatusAndRetries(t *testing.T) {
+	m, client, _, _ := newTest(t, testConfig(t))
+	ctx := context.Background()
+	if err := m.register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stale := getNode(t, client)
+	n := stale.DeepCopy()
+	n.Spec.Taints = []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}
+	if _, err := client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The agent reads the node as it was before the taint.
+	client.PrependReactor("get", "nodes", func(k8stesting.Action) (bool, kruntime.Object, error) {
+		return true, stale.DeepCopy(), nil
+	})
+	// The first post fails.
+	failed := false
+	client.PrependReactor("patch", "nodes", func(a k8stesting.Action) (bool, kruntime.Object, error) {
+		if !failed && a.GetSubresource() == "status" {
+			failed = true
+			return true, nil, apierrors.NewConflict(corev1.Resource("nodes"), "node1", errors.New("changed"))
+		}
+		return false, nil, nil
+	})
+	client.ClearActions()
+	if err := m.update(ctx); err != nil {
+		t.Fatalf("update: %v", err)
+	}
+	if !failed || statusPosts(client) != 2 {
+		t.Errorf("status posts: %d (first failed: %v), want a failed one and a retry", statusPosts(client), failed)
+	}
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "update" {
+			t.Errorf("the node was written whole: %v", a)
+		}
+	}
+	got, err := client.Tracker().Get(corev1.SchemeGroupVersion.WithResource("nodes"), "", "node1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := got.(*corev1.Node)
+	if len(node.Spec.Taints) != 1 || node.Spec.Taints[0].Key != corev1.TaintNodeNotReady {
+		t.Errorf("taints after the status post: %v, want the controller's not-ready taint kept", node.Spec.Taints)
+	}
+	if c := condition(node.Status, corev1.NodeReady); c.Status != corev1.ConditionTrue {
+		t.Errorf("Ready = %s, want True", c.Status)
 	}
 }

@@ -208,6 +208,15 @@ func (a *Agent) syncLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case u := <-a.pods.Updates():
+			if u.Type == pods.Reconciled {
+				// Nothing to run or stop: check the status there. Only a
+				// pod with readiness gates (conditions others set) has
+				// its Ready condition computed again.
+				a.statuses.Reconcile(u.Pod)
+				if len(u.Pod.Spec.ReadinessGates) == 0 {
+					continue
+				}
+			}
 			a.workers.Update(u.Pod)
 		case ev := <-a.pleg.Events():
 			if pod, ok := a.pods.Get(ev.UID); ok {
@@ -261,8 +270,10 @@ func (a *Agent) syncPod(ctx context.Context, pod *corev1.Pod) (time.Duration, bo
 		if res.Err != nil {
 			logger.V(2).Info("Pod sync incomplete", "err", res.Err)
 		}
-		if rs, err = a.runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err != nil {
-			return 2 * time.Second, false
+		if res.Changed {
+			if rs, err = a.runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err != nil {
+				return 2 * time.Second, false
+			}
 		}
 	}
 	st := a.generateStatus(pod, rs, waiting, false)

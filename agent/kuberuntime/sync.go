@@ -36,6 +36,9 @@ type SyncResult struct {
 	Waiting map[string]Waiting
 	// Err is the first failure (also reflected in Waiting).
 	Err error
+	// Changed says SyncPod asked the runtime to create, start or stop
+	// something: the pod's runtime status must be read again.
+	Changed bool
 }
 
 func (r *SyncResult) wait(name, reason, msg string, err error) {
@@ -170,6 +173,10 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, st *PodStatus, v
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
 	a := m.computeActions(pod, st, livenessFailed)
 
+	if !a.killPod && !a.createSandbox && len(a.kill) == 0 && a.initToStart == nil && len(a.startApps) == 0 {
+		return res // the runtime already runs what the spec asks
+	}
+	res.Changed = true
 	if a.killPod {
 		if a.createSandbox {
 			m.podEvent(pod, corev1.EventTypeNormal, "SandboxChanged", "Pod sandbox changed, it will be killed and re-created.")

@@ -34,8 +34,8 @@ func TestSyncPodCreatesSandboxAndContainers(t *testing.T) {
 	pod.Spec.TerminationGracePeriodSeconds = ptr.To[int64](20)
 
 	res := te.sync(t, pod)
-	if res.Err != nil || len(res.Waiting) != 0 {
-		t.Fatalf("SyncPod = %+v, want no error and nothing waiting", res)
+	if res.Err != nil || len(res.Waiting) != 0 || !res.Changed {
+		t.Fatalf("SyncPod = %+v, want no error, nothing waiting, and Changed", res)
 	}
 	if len(te.rt.sandboxes) != 1 {
 		t.Fatalf("sandboxes = %d, want 1", len(te.rt.sandboxes))
@@ -121,10 +121,11 @@ func TestSyncPodCreatesSandboxAndContainers(t *testing.T) {
 		t.Errorf("pulled a present IfNotPresent image")
 	}
 
-	// A second pass over the running pod changes nothing.
+	// A second pass over the running pod changes nothing, and says so
+	// (the agent then does not read the pod's runtime status again).
 	te.rt.resetCalls()
-	if res := te.sync(t, pod); res.Err != nil || len(res.Waiting) != 0 {
-		t.Fatalf("second SyncPod = %+v", res)
+	if res := te.sync(t, pod); res.Err != nil || len(res.Waiting) != 0 || res.Changed {
+		t.Fatalf("second SyncPod = %+v, want nothing done", res)
 	}
 	for _, call := range []string{"RunPodSandbox", "CreateContainer", "StartContainer", "StopContainer"} {
 		if n := te.rt.callsOf(call); n != 0 {

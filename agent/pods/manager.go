@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -43,6 +44,11 @@ const (
 	Added UpdateType = iota
 	Updated
 	Removed
+	// Reconciled: only the pod's status (or other fields the agent does not
+	// act on) changed in the apiserver. The agent does not sync the pod
+	// for it; it checks that the status there is still its own (as
+	// kubelet's config source sends RECONCILE rather than UPDATE).
+	Reconciled
 )
 
 // Update is a change of one desired pod.
@@ -116,6 +122,17 @@ func (m *Manager) MirrorUID(pod *corev1.Pod) (types.UID, bool) {
 
 func (m *Manager) send(t UpdateType, pod *corev1.Pod) { m.updates <- Update{Type: t, Pod: pod} }
 
+// differSemantically reports whether the agent must act on the change
+// from old to pod: its spec, labels, annotations or deletion changed (as
+// kubelet's config source decides between UPDATE and RECONCILE).
+func differSemantically(old, pod *corev1.Pod) bool {
+	return !apiequality.Semantic.DeepEqual(old.Spec, pod.Spec) ||
+		!apiequality.Semantic.DeepEqual(old.Labels, pod.Labels) ||
+		!apiequality.Semantic.DeepEqual(old.Annotations, pod.Annotations) ||
+		!apiequality.Semantic.DeepEqual(old.DeletionTimestamp, pod.DeletionTimestamp) ||
+		!apiequality.Semantic.DeepEqual(old.DeletionGracePeriodSeconds, pod.DeletionGracePeriodSeconds)
+}
+
 // SetAPIPod records an added or changed pod from the apiserver.
 func (m *Manager) SetAPIPod(pod *corev1.Pod) {
 	m.mu.Lock()
@@ -124,12 +141,15 @@ func (m *Manager) SetAPIPod(pod *corev1.Pod) {
 		m.mu.Unlock()
 		return
 	}
-	_, existed := m.api[pod.UID]
+	old, existed := m.api[pod.UID]
 	m.api[pod.UID] = pod
 	m.mu.Unlock()
-	if existed {
+	switch {
+	case existed && !differSemantically(old, pod):
+		m.send(Reconciled, pod)
+	case existed:
 		m.send(Updated, pod)
-	} else {
+	default:
 		m.send(Added, pod)
 	}
 }

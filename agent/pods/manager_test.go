@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
 )
 
 func apiPod(name, uid string, created int) *corev1.Pod {
@@ -53,6 +54,46 @@ func drain(m *Manager) []upd {
 		default:
 			return out
 		}
+	}
+}
+
+func TestManagerStatusOnlyChangesAreReconciled(t *testing.T) {
+	base := apiPod("a", "uid-a", 2)
+	tests := []struct {
+		name   string
+		change func(p *corev1.Pod)
+		want   UpdateType
+	}{
+		{"status only", func(p *corev1.Pod) {
+			p.ResourceVersion = "7"
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+		}, Reconciled},
+		{"finalizers and owners", func(p *corev1.Pod) {
+			p.Finalizers = []string{"x"}
+			p.OwnerReferences = []metav1.OwnerReference{{Name: "rs"}}
+		}, Reconciled},
+		{"spec", func(p *corev1.Pod) { p.Spec.ActiveDeadlineSeconds = ptr.To[int64](5) }, Updated},
+		{"labels", func(p *corev1.Pod) { p.Labels = map[string]string{"v": "2"} }, Updated},
+		{"annotations", func(p *corev1.Pod) { p.Annotations = map[string]string{"a": "b"} }, Updated},
+		{"deletion", func(p *corev1.Pod) {
+			p.DeletionTimestamp = &metav1.Time{Time: time.Unix(100, 0)}
+			p.DeletionGracePeriodSeconds = ptr.To[int64](30)
+		}, Updated},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := NewManager("node1", nil)
+			m.SetAPIPod(base)
+			changed := base.DeepCopy()
+			tt.change(changed)
+			m.SetAPIPod(changed)
+			if diff := cmp.Diff([]upd{{Added, "uid-a"}, {tt.want, "uid-a"}}, drain(m)); diff != "" {
+				t.Errorf("updates (-want +got):\n%s", diff)
+			}
+			if got, _ := m.Get("uid-a"); got != changed {
+				t.Errorf("Get returns an older version")
+			}
+		})
 	}
 }
 

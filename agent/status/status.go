@@ -78,6 +78,77 @@ func (m *Manager) SetPodStatus(pod *corev1.Pod, st corev1.PodStatus) {
 	m.poke()
 }
 
+// Reconcile is told that pod changed in the apiserver in what the agent
+// does not act on (its status, say). When the status there no longer says
+// what the agent last posted — the node-lifecycle controller marks a
+// node's pods NotReady when the node stops reporting, and nothing the
+// agent computes changes when the node is back — the status is posted
+// again, as kubelet's status manager reconciles.
+func (m *Manager) Reconcile(pod *corev1.Pod) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	e := m.entries[pod.UID]
+	if e == nil {
+		return
+	}
+	e.pod = pod
+	if e.synced != e.version || e.deletable || agrees(pod.Status, e.status) {
+		return // a post is due anyway, or nothing to put right
+	}
+	e.version++
+	m.poke()
+}
+
+// agrees reports whether the apiserver's status says what the agent's
+// does: phase, addresses, condition statuses and each container's
+// identity, state and readiness. Times are left out: the apiserver keeps
+// them to the second.
+func agrees(api, own corev1.PodStatus) bool {
+	if api.Phase != own.Phase || api.PodIP != own.PodIP || api.HostIP != own.HostIP {
+		return false
+	}
+	for _, c := range own.Conditions {
+		found := false
+		for _, a := range api.Conditions {
+			if a.Type == c.Type {
+				found = a.Status == c.Status
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return containersAgree(api.InitContainerStatuses, own.InitContainerStatuses) &&
+		containersAgree(api.ContainerStatuses, own.ContainerStatuses)
+}
+
+func containersAgree(api, own []corev1.ContainerStatus) bool {
+	if len(api) != len(own) {
+		return false
+	}
+	for i := range own {
+		a, o := api[i], own[i]
+		if a.Name != o.Name || a.ContainerID != o.ContainerID || a.Ready != o.Ready ||
+			a.RestartCount != o.RestartCount || stateKind(a.State) != stateKind(o.State) {
+			return false
+		}
+	}
+	return true
+}
+
+func stateKind(s corev1.ContainerState) string {
+	switch {
+	case s.Running != nil:
+		return "running"
+	case s.Terminated != nil:
+		return "terminated"
+	case s.Waiting != nil:
+		return "waiting:" + s.Waiting.Reason
+	}
+	return ""
+}
+
 // GetPodStatus returns the cached status of a pod.
 func (m *Manager) GetPodStatus(uid types.UID) (corev1.PodStatus, bool) {
 	m.mu.Lock()

@@ -434,3 +434,54 @@ func TestRunWritesOnChange(t *testing.T) {
 		t.Fatal("Run did not stop")
 	}
 }
+
+// Someone else changes the status in the apiserver (the node-lifecycle
+// controller marking the pod NotReady): Reconcile posts the agent's again;
+// the agent's own post coming back, with times to the second, does not.
+func TestReconcile(t *testing.T) {
+	pod := testPod()
+	client := fake.NewClientset(pod.DeepCopy())
+	clk := testingclock.NewFakeClock(t0.Add(300 * time.Millisecond))
+	m := New(client, nil, clk)
+	ctx := context.Background()
+
+	m.Reconcile(pod) // unknown pod: nothing
+	if n := len(m.entries); n != 0 {
+		t.Fatalf("Reconcile of an unknown pod made %d entries", n)
+	}
+	m.SetPodStatus(pod, running(corev1.ConditionTrue))
+	m.syncAll(ctx)
+	stored := func() *corev1.Pod {
+		got, err := client.CoreV1().Pods("shop").Get(ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// What a watch delivers: times kept to the second.
+		b, _ := json.Marshal(got)
+		out := &corev1.Pod{}
+		_ = json.Unmarshal(b, out)
+		return out
+	}
+
+	client.ClearActions()
+	m.Reconcile(stored())
+	m.syncAll(ctx)
+	if n := len(patches(t, client)); n != 0 {
+		t.Errorf("the agent's own status coming back was posted again (%d patches)", n)
+	}
+
+	notReady := stored()
+	notReady.Status.Conditions[0].Status = corev1.ConditionFalse
+	if _, err := client.CoreV1().Pods("shop").UpdateStatus(ctx, notReady, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	client.ClearActions()
+	m.Reconcile(notReady)
+	m.syncAll(ctx)
+	if n := len(patches(t, client)); n != 1 {
+		t.Fatalf("%d patches after someone else marked the pod NotReady, want 1", n)
+	}
+	if got := stored(); got.Status.Conditions[0].Status != corev1.ConditionTrue {
+		t.Errorf("Ready = %s after the reconcile, want True", got.Status.Conditions[0].Status)
+	}
+}

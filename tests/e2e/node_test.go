@@ -114,6 +114,22 @@ func TestNode(t *testing.T) {
 		}
 	})
 
+	t.Run("a Ready condition changed by someone else is put right", func(t *testing.T) {
+		// As the node-lifecycle controller does to a node that stopped
+		// reporting: the agent posts the pod's real status again.
+		p := framework.WaitPod(t, c, "default", "two", 30*time.Second, "ready", podReady)
+		for i := range p.Status.Conditions {
+			if p.Status.Conditions[i].Type == corev1.PodReady {
+				p.Status.Conditions[i].Status = corev1.ConditionFalse
+				p.Status.Conditions[i].Reason = "NodeNotReady"
+			}
+		}
+		if _, err := c.CoreV1().Pods("default").UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		framework.WaitPod(t, c, "default", "two", 15*time.Second, "Ready again", podReady)
+	})
+
 	t.Run("init containers run in order; a failing one blocks and is retried", func(t *testing.T) {
 		p := newPod("inits", container("app", busybox, "sh", "-c", "cat /work/order; exec sleep 3600"))
 		p.Spec.Volumes = []corev1.Volume{{Name: "work", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}}

@@ -42,11 +42,56 @@ func main() {
 	pods := flag.Int("pods", 30, "pods created at once")
 	replicas := flag.Int("replicas", 100, "replicas of the Deployment timed last (0: skip)")
 	keepLog := flag.String("log", "", "copy the server's log to this file at the end")
+	runs := flag.Int("runs", 1, "measure this many times, each on a new data dir, then summarize")
 	flag.Parse()
-	if err := run(*bin, *images, *pods, *replicas, *keepLog); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
+	var all []figures
+	for i := range max(*runs, 1) {
+		if *runs > 1 {
+			fmt.Printf("-- run %d of %d\n", i+1, *runs)
+		}
+		f, err := run(*bin, *images, *pods, *replicas, *keepLog)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		all = append(all, f)
 	}
+	if len(all) > 1 {
+		summarize(all, *pods)
+	}
+}
+
+// figures are one run's results that the goals are about.
+type figures struct {
+	nodeReady, burst time.Duration
+	shimMB           float64
+}
+
+// summarize prints each figure's minimum, median and maximum over the
+// runs, and in how many runs it met its goal (docs/BENCHMARKS.md).
+func summarize(all []figures, pods int) {
+	durs := func(get func(figures) time.Duration, goal time.Duration) string {
+		var v []time.Duration
+		met := 0
+		for _, f := range all {
+			v = append(v, get(f))
+			if get(f) <= goal {
+				met++
+			}
+		}
+		sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
+		return fmt.Sprintf("min %v, median %v, max %v; ≤ %v in %d of %d runs", v[0].Round(time.Millisecond),
+			v[len(v)/2].Round(time.Millisecond), v[len(v)-1].Round(time.Millisecond), goal, met, len(v))
+	}
+	fmt.Printf("== over %d runs\n", len(all))
+	fmt.Printf("start → node Ready: %s\n", durs(func(f figures) time.Duration { return f.nodeReady }, 1500*time.Millisecond))
+	fmt.Printf("%d pods → all Running: %s\n", pods, durs(func(f figures) time.Duration { return f.burst }, 3*time.Second))
+	var shim []float64
+	for _, f := range all {
+		shim = append(shim, f.shimMB)
+	}
+	sort.Float64s(shim)
+	fmt.Printf("shim PSS per pod: min %.2f, median %.2f, max %.2f MB\n", shim[0], shim[len(shim)/2], shim[len(shim)-1])
 }
 
 func freePort() int {
@@ -58,10 +103,10 @@ func freePort() int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-func run(bin, images string, n, replicas int, keepLog string) error {
+func run(bin, images string, n, replicas int, keepLog string) (f figures, err error) {
 	dir, err := os.MkdirTemp("", "k1s-bench-node")
 	if err != nil {
-		return err
+		return f, err
 	}
 	data := filepath.Join(dir, "data")
 	defer func() {
@@ -75,22 +120,22 @@ func run(bin, images string, n, replicas int, keepLog string) error {
 	}()
 	imgDir := filepath.Join(data, "agent", "images")
 	if err := os.MkdirAll(imgDir, 0o755); err != nil {
-		return err
+		return f, err
 	}
-	for _, f := range []string{"busybox.tar", "testapp.tar"} {
-		b, err := os.ReadFile(filepath.Join(images, f))
+	for _, name := range []string{"busybox.tar", "testapp.tar"} {
+		b, err := os.ReadFile(filepath.Join(images, name))
 		if err != nil {
-			return fmt.Errorf("test images (make test-images): %w", err)
+			return f, fmt.Errorf("test images (make test-images): %w", err)
 		}
-		if err := os.WriteFile(filepath.Join(imgDir, f), b, 0o644); err != nil {
-			return err
+		if err := os.WriteFile(filepath.Join(imgDir, name), b, 0o644); err != nil {
+			return f, err
 		}
 	}
 	port := freePort()
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	log, err := os.Create(filepath.Join(dir, "k1s.log"))
 	if err != nil {
-		return err
+		return f, err
 	}
 	cmd := exec.Command(bin, "server", "--data-dir", data, "--write-kubeconfig", kubeconfig,
 		"--https-listen-port", strconv.Itoa(port), "--bind-address", "127.0.0.1", "--node-name", nodeName,
@@ -98,14 +143,14 @@ func run(bin, images string, n, replicas int, keepLog string) error {
 	cmd.Stdout, cmd.Stderr = log, log
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return err
+		return f, err
 	}
 	defer func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }()
 
 	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	for {
 		if time.Since(start) > 2*time.Minute {
-			return fmt.Errorf("not ready (see %s)", log.Name())
+			return f, fmt.Errorf("not ready (see %s)", log.Name())
 		}
 		if resp, err := hc.Get(fmt.Sprintf("https://127.0.0.1:%d/readyz", port)); err == nil {
 			resp.Body.Close()
@@ -117,7 +162,7 @@ func run(bin, images string, n, replicas int, keepLog string) error {
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		return err
+		return f, err
 	}
 	cfg.QPS, cfg.Burst = 1000, 1000
 	c := kubernetes.NewForConfigOrDie(cfg)
@@ -128,11 +173,12 @@ func run(bin, images string, n, replicas int, keepLog string) error {
 			break
 		}
 		if time.Since(start) > 2*time.Minute {
-			return fmt.Errorf("node not Ready")
+			return f, fmt.Errorf("node not Ready")
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	fmt.Printf("start → node Ready (new data dir):       %v\n", time.Since(start).Round(time.Millisecond))
+	f.nodeReady = time.Since(start)
+	fmt.Printf("start → node Ready (new data dir):       %v\n", f.nodeReady.Round(time.Millisecond))
 	waitSA(ctx, c)
 	time.Sleep(10 * time.Second)
 	idleK1s := rssMB(cmd.Process.Pid)
@@ -141,7 +187,7 @@ func run(bin, images string, n, replicas int, keepLog string) error {
 
 	one, err := createAndWait(ctx, c, []string{"single"})
 	if err != nil {
-		return err
+		return f, err
 	}
 	fmt.Printf("1 pod create → Running:                  %v\n", one[0].Round(time.Millisecond))
 
@@ -153,9 +199,10 @@ func run(bin, images string, n, replicas int, keepLog string) error {
 	t0 := time.Now()
 	lat, err := createAndWait(ctx, c, names)
 	if err != nil {
-		return err
+		return f, err
 	}
 	all := time.Since(t0)
+	f.burst = all
 	busy, k1sCPU, ctrCPU := machineBusy()-busy0, cpuSeconds(cmd.Process.Pid)-k1s0, cpuSeconds(ctrPid)-ctr0
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	fmt.Printf("%d pods at once → all Running:           %v (p50 %v, p99 %v)\n", n, all.Round(time.Millisecond),
@@ -168,20 +215,21 @@ func run(bin, images string, n, replicas int, keepLog string) error {
 	for _, p := range shims {
 		pss += pssMB(p)
 	}
+	f.shimMB = pss / float64(max(len(shims), 1))
 	fmt.Printf("with %d pods: k1s RSS %.1f MB, containerd RSS %.1f MB, %d shims PSS %.1f MB (%.2f MB per pod)\n",
 		n+1, rssMB(cmd.Process.Pid), rssMB(ctrPid), len(shims), pss, pss/float64(max(len(shims), 1)))
 	if replicas == 0 {
-		return nil
+		return f, nil
 	}
 	if err := deleteAllPods(ctx, c); err != nil {
-		return err
+		return f, err
 	}
 	took, err := deploymentRunning(ctx, c, replicas)
 	if err != nil {
-		return err
+		return f, err
 	}
 	fmt.Printf("Deployment of %d replicas → all Running:  %v\n", replicas, took.Round(time.Millisecond))
-	return nil
+	return f, nil
 }
 
 // deleteAllPods empties the default namespace, so the Deployment that

@@ -137,8 +137,22 @@ func differSemantically(old, pod *corev1.Pod) bool {
 func (m *Manager) SetAPIPod(pod *corev1.Pod) {
 	m.mu.Lock()
 	if IsMirror(pod) {
-		m.mirrors[pod.Namespace+"/"+pod.Name] = pod
+		key := pod.Namespace + "/" + pod.Name
+		m.mirrors[key] = pod
+		var static *corev1.Pod
+		for _, sp := range m.static {
+			if sp.Namespace+"/"+sp.Name == key && sp.Annotations[AnnotationHash] == pod.Annotations[AnnotationMirror] {
+				static = sp
+			}
+		}
 		m.mu.Unlock()
+		if static != nil {
+			// The static pod's status lives in its mirror: the status
+			// manager checks it (and posts at once to a new mirror).
+			withStatus := static.DeepCopy()
+			withStatus.Status = pod.Status
+			m.send(Reconciled, withStatus)
+		}
 		return
 	}
 	old, existed := m.api[pod.UID]

@@ -92,11 +92,16 @@ func (m *Manager) Reconcile(pod *corev1.Pod) {
 		return
 	}
 	e.pod = pod
-	if e.synced != e.version || e.deletable || agrees(pod.Status, e.status) {
-		return // a post is due anyway, or nothing to put right
+	switch {
+	case e.synced != e.version:
+		// A post is due anyway: make it now (a static pod's status
+		// waits for its mirror pod, which may just have appeared).
+		m.poke()
+	case e.deletable:
+	case !agrees(pod.Status, e.status):
+		e.version++
+		m.poke()
 	}
-	e.version++
-	m.poke()
 }
 
 // agrees reports whether the apiserver's status says what the agent's

@@ -392,7 +392,17 @@ func TestStaticPodsWriteToTheMirror(t *testing.T) {
 		t.Fatalf("marked synced without a mirror")
 	}
 
+	// The mirror appears: Reconcile wakes the writer at once.
 	mirrorUID = "mirror-uid"
+	for len(m.kick) > 0 {
+		<-m.kick
+	}
+	m.Reconcile(static)
+	select {
+	case <-m.kick:
+	default:
+		t.Fatal("a pending status did not wake the writer when the mirror appeared")
+	}
 	m.syncAll(context.Background())
 	want := []patchCall{{Name: "web", Subresource: "status", UID: "mirror-uid", Phase: corev1.PodRunning}}
 	if diff := cmp.Diff(want, patches(t, client)); diff != "" {

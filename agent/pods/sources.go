@@ -11,11 +11,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fsnotify/fsnotify"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -61,19 +61,86 @@ type FileSource struct {
 	Period time.Duration
 }
 
-// Run re-reads the directory every period and gives m the static pods.
+// settle is how long a burst of changes in the directory is let finish
+// (an editor's or a copy's several writes) before it is read.
+const settle = 100 * time.Millisecond
+
+// Run gives m the static pods: at once, whenever the directory changes
+// (inotify), and every period — as kubelet's file source watches its
+// directory and re-reads it every 20 s. The directory is created when it
+// does not exist, so that it can be watched.
 func (f *FileSource) Run(ctx context.Context, m *Manager) {
 	if f.Period == 0 {
 		f.Period = 20 * time.Second
 	}
 	logger := klog.FromContext(ctx)
-	wait.UntilWithContext(ctx, func(ctx context.Context) {
+	if err := os.MkdirAll(f.Dir, 0o755); err != nil {
+		logger.V(2).Info("Cannot create the static pod directory; it is re-read every period", "dir", f.Dir, "err", err)
+	}
+	changes := f.watch(ctx)
+	t := time.NewTicker(f.Period)
+	defer t.Stop()
+	for {
 		pods, errs := f.Read()
 		for _, err := range errs {
 			logger.Error(err, "Invalid static pod manifest")
 		}
 		m.SetStaticPods(pods)
-	}, f.Period)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if changes == nil {
+				changes = f.watch(ctx)
+			}
+		case <-changes:
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(settle):
+			}
+			select {
+			case <-changes:
+			default:
+			}
+		}
+	}
+}
+
+// watch signals changes in the directory; nil when it cannot be watched
+// (it does not exist, say), which leaves the periodic re-read.
+func (f *FileSource) watch(ctx context.Context) <-chan struct{} {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil
+	}
+	if err := w.Add(f.Dir); err != nil {
+		_ = w.Close()
+		return nil
+	}
+	out := make(chan struct{}, 1)
+	go func() {
+		defer w.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case _, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				select {
+				case out <- struct{}{}:
+				default:
+				}
+			case _, ok := <-w.Errors:
+				if !ok {
+					return
+				}
+			}
+		}
+	}()
+	return out
 }
 
 // Read parses every manifest in the directory; bad files are reported and

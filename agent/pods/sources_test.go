@@ -1,6 +1,7 @@
 package pods
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,5 +157,52 @@ func TestFileSourceMissingDir(t *testing.T) {
 	writeFile(t, file, "x")
 	if _, errs := (&FileSource{Dir: file}).Read(); len(errs) != 1 {
 		t.Errorf("a file as the directory: errors %v, want one", errs)
+	}
+}
+
+// A manifest written into the directory, or removed from it, reaches the
+// pod manager at once (inotify), not at the next periodic re-read; the
+// directory is created when missing.
+func TestFileSourceWatchesTheDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "pod-manifests")
+	m := NewManager("node1", nil)
+	fs := &FileSource{Dir: dir, NodeName: "node1", Period: time.Hour}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { fs.Run(ctx, m); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	next := func(what string) Update {
+		t.Helper()
+		select {
+		case u := <-m.Updates():
+			return u
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no update for %s within 10s (the period is an hour)", what)
+			return Update{}
+		}
+	}
+	// Wait for the directory to exist: the first read has happened.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(dir); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the static pod directory was not created")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// The watch is set before the first read, so a write from now on is
+	// seen by one or the other.
+	writeFile(t, filepath.Join(dir, "etcd.yaml"), staticYAML)
+	if u := next("a new manifest"); u.Type != Added || u.Pod.Name != "etcd-node1" {
+		t.Fatalf("update %v %s, want the static pod added", u.Type, u.Pod.Name)
+	}
+	if err := os.Remove(filepath.Join(dir, "etcd.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	if u := next("a removed manifest"); u.Type != Removed || u.Pod.Name != "etcd-node1" {
+		t.Fatalf("update %v %s, want the static pod removed", u.Type, u.Pod.Name)
 	}
 }

@@ -466,3 +466,36 @@ func TestUpdateSendsOnlyStatusAndRetries(t *testing.T) {
 		t.Errorf("Ready = %s, want True", c.Status)
 	}
 }
+
+// The node-lifecycle controller set Ready to Unknown while the agent could
+// not reach the apiserver: the agent's next update posts Ready again at
+// once, without waiting for the 5-minute report interval.
+func TestUpdatePostsOverAControllersUnknown(t *testing.T) {
+	m, client, _, clk := newTest(t, testConfig(t))
+	ctx := context.Background()
+	if err := m.register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.update(ctx); err != nil {
+		t.Fatal(err)
+	}
+	n := getNode(t, client)
+	for i := range n.Status.Conditions {
+		n.Status.Conditions[i].Status = corev1.ConditionUnknown
+		n.Status.Conditions[i].Reason = "NodeStatusUnknown"
+	}
+	if _, err := client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	client.ClearActions()
+	clk.Step(10 * time.Second)
+	if err := m.update(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if statusPosts(client) != 1 {
+		t.Fatalf("%d status posts, want 1", statusPosts(client))
+	}
+	if c := condition(getNode(t, client).Status, corev1.NodeReady); c.Status != corev1.ConditionTrue {
+		t.Errorf("Ready = %s after the update, want True", c.Status)
+	}
+}

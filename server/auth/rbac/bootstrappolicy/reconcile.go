@@ -52,10 +52,15 @@ func AllClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 // Update conflicts are retried. Every object is attempted; the errors of
 // those that failed are returned joined. Reconcile is idempotent.
 func Reconcile(ctx context.Context, client kubernetes.Interface) error {
+	// A new cluster has none of the objects: create each at once rather
+	// than read it first (half the requests of the start-up bootstrap).
+	// An object that exists after all is reconciled as usual.
+	_, err := client.RbacV1().ClusterRoles().Get(ctx, "cluster-admin", metav1.GetOptions{})
+	fresh := apierrors.IsNotFound(err)
 	var tasks []func() error
 	for _, want := range AllClusterRoles() {
 		tasks = append(tasks, func() error {
-			if err := reconcileClusterRole(ctx, client, want.DeepCopy()); err != nil {
+			if err := reconcileClusterRole(ctx, client, want.DeepCopy(), fresh); err != nil {
 				return fmt.Errorf("reconcile clusterrole %q: %w", want.Name, err)
 			}
 			return nil
@@ -63,7 +68,7 @@ func Reconcile(ctx context.Context, client kubernetes.Interface) error {
 	}
 	for _, want := range AllClusterRoleBindings() {
 		tasks = append(tasks, func() error {
-			if err := reconcileClusterRoleBinding(ctx, client, want.DeepCopy()); err != nil {
+			if err := reconcileClusterRoleBinding(ctx, client, want.DeepCopy(), fresh); err != nil {
 				return fmt.Errorf("reconcile clusterrolebinding %q: %w", want.Name, err)
 			}
 			return nil
@@ -73,7 +78,7 @@ func Reconcile(ctx context.Context, client kubernetes.Interface) error {
 	for _, ns := range slices.Sorted(maps.Keys(roles)) {
 		for _, want := range roles[ns] {
 			tasks = append(tasks, func() error {
-				if err := reconcileRole(ctx, client, want.DeepCopy()); err != nil {
+				if err := reconcileRole(ctx, client, want.DeepCopy(), fresh); err != nil {
 					return fmt.Errorf("reconcile role %s/%s: %w", ns, want.Name, err)
 				}
 				return nil
@@ -84,7 +89,7 @@ func Reconcile(ctx context.Context, client kubernetes.Interface) error {
 	for _, ns := range slices.Sorted(maps.Keys(bindings)) {
 		for _, want := range bindings[ns] {
 			tasks = append(tasks, func() error {
-				if err := reconcileRoleBinding(ctx, client, want.DeepCopy()); err != nil {
+				if err := reconcileRoleBinding(ctx, client, want.DeepCopy(), fresh); err != nil {
 					return fmt.Errorf("reconcile rolebinding %s/%s: %w", ns, want.Name, err)
 				}
 				return nil
@@ -193,9 +198,15 @@ func mergeSubjects(have, want []rbacv1.Subject) ([]rbacv1.Subject, bool) {
 	return have, changed
 }
 
-func reconcileClusterRole(ctx context.Context, client kubernetes.Interface, want *rbacv1.ClusterRole) error {
+func reconcileClusterRole(ctx context.Context, client kubernetes.Interface, want *rbacv1.ClusterRole, fresh bool) error {
 	logger := klog.FromContext(ctx)
 	c := client.RbacV1().ClusterRoles()
+	if fresh {
+		if _, err := c.Create(ctx, want.DeepCopy(), metav1.CreateOptions{}); err == nil {
+			logger.V(2).Info("Created default clusterrole", "clusterrole", want.Name)
+			return nil
+		} // else reconciled below (it exists after all, or its namespace does not)
+	}
 	return retryConflicts(func() error {
 		existing, err := c.Get(ctx, want.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -228,9 +239,15 @@ func reconcileClusterRole(ctx context.Context, client kubernetes.Interface, want
 	})
 }
 
-func reconcileRole(ctx context.Context, client kubernetes.Interface, want *rbacv1.Role) error {
+func reconcileRole(ctx context.Context, client kubernetes.Interface, want *rbacv1.Role, fresh bool) error {
 	logger := klog.FromContext(ctx)
 	c := client.RbacV1().Roles(want.Namespace)
+	if fresh && ensureNamespace(ctx, client, want.Namespace) == nil {
+		if _, err := c.Create(ctx, want.DeepCopy(), metav1.CreateOptions{}); err == nil {
+			logger.V(2).Info("Created default role", "role", klog.KObj(want))
+			return nil
+		} // else reconciled below (it exists after all)
+	}
 	return retryConflicts(func() error {
 		existing, err := c.Get(ctx, want.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -265,9 +282,15 @@ func reconcileRole(ctx context.Context, client kubernetes.Interface, want *rbacv
 	})
 }
 
-func reconcileClusterRoleBinding(ctx context.Context, client kubernetes.Interface, want *rbacv1.ClusterRoleBinding) error {
+func reconcileClusterRoleBinding(ctx context.Context, client kubernetes.Interface, want *rbacv1.ClusterRoleBinding, fresh bool) error {
 	logger := klog.FromContext(ctx)
 	c := client.RbacV1().ClusterRoleBindings()
+	if fresh {
+		if _, err := c.Create(ctx, want.DeepCopy(), metav1.CreateOptions{}); err == nil {
+			logger.V(2).Info("Created default clusterrolebinding", "clusterrolebinding", want.Name)
+			return nil
+		} // else reconciled below (it exists after all, or its namespace does not)
+	}
 	return retryConflicts(func() error {
 		existing, err := c.Get(ctx, want.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -309,9 +332,15 @@ func reconcileClusterRoleBinding(ctx context.Context, client kubernetes.Interfac
 	})
 }
 
-func reconcileRoleBinding(ctx context.Context, client kubernetes.Interface, want *rbacv1.RoleBinding) error {
+func reconcileRoleBinding(ctx context.Context, client kubernetes.Interface, want *rbacv1.RoleBinding, fresh bool) error {
 	logger := klog.FromContext(ctx)
 	c := client.RbacV1().RoleBindings(want.Namespace)
+	if fresh && ensureNamespace(ctx, client, want.Namespace) == nil {
+		if _, err := c.Create(ctx, want.DeepCopy(), metav1.CreateOptions{}); err == nil {
+			logger.V(2).Info("Created default rolebinding", "rolebinding", klog.KObj(want))
+			return nil
+		} // else reconciled below (it exists after all)
+	}
 	return retryConflicts(func() error {
 		existing, err := c.Get(ctx, want.Name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {

@@ -42,6 +42,17 @@ func TestReconcileCreatesEverythingAndIsIdempotent(t *testing.T) {
 		t.Fatalf("Reconcile: %v", err)
 	}
 
+	// A new cluster: each object is created without being read first.
+	gets := 0
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "get" && a.GetResource().Group == "rbac.authorization.k8s.io" {
+			gets++
+		}
+	}
+	if gets != 1 {
+		t.Errorf("%d RBAC reads on a new cluster, want the one that finds it new", gets)
+	}
+
 	crs, _ := client.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{})
 	if got, want := len(crs.Items), len(bootstrappolicy.AllClusterRoles()); got != want {
 		t.Errorf("clusterroles = %d, want %d", got, want)

@@ -94,14 +94,24 @@ func summarize(all []figures, pods int) {
 	fmt.Printf("shim PSS per pod: min %.2f, median %.2f, max %.2f MB\n", shim[0], shim[len(shim)/2], shim[len(shim)-1])
 }
 
+// freePort returns a loopback port that was free a moment ago, never the
+// same one twice (the kernel may give a just-closed port out again).
 func freePort() int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
+	for {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			panic(err)
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		if !portsGiven[port] {
+			portsGiven[port] = true
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
+
+var portsGiven = map[int]bool{}
 
 func run(bin, images string, n, replicas int, keepLog string) (f figures, err error) {
 	dir, err := os.MkdirTemp("", "k1s-bench-node")

@@ -13,7 +13,6 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -32,6 +31,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
+
+	"github.com/k1s/k1s/internal/freeport"
 )
 
 const nodeName = "bench-node"
@@ -94,24 +95,13 @@ func summarize(all []figures, pods int) {
 	fmt.Printf("shim PSS per pod: min %.2f, median %.2f, max %.2f MB\n", shim[0], shim[len(shim)/2], shim[len(shim)-1])
 }
 
-// freePort returns a loopback port that was free a moment ago, never the
-// same one twice (the kernel may give a just-closed port out again).
 func freePort() int {
-	for {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			panic(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		if !portsGiven[port] {
-			portsGiven[port] = true
-			return port
-		}
+	port, err := freeport.Get()
+	if err != nil {
+		panic(err)
 	}
+	return port
 }
-
-var portsGiven = map[int]bool{}
 
 func run(bin, images string, n, replicas int, keepLog string) (f figures, err error) {
 	dir, err := os.MkdirTemp("", "k1s-bench-node")

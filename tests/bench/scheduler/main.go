@@ -13,7 +13,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -36,6 +35,7 @@ import (
 
 	"github.com/k1s/k1s/controllers/manager"
 	"github.com/k1s/k1s/controllers/scheduler"
+	"github.com/k1s/k1s/internal/freeport"
 	"github.com/k1s/k1s/server"
 )
 
@@ -51,14 +51,7 @@ func main() {
 	}
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+func freePort() (int, error) { return freeport.Get() }
 
 // parallel runs fn(i) for i in [0, n) on workers goroutines and returns
 // the first error.

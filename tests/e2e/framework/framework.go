@@ -7,19 +7,19 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/k1s/k1s/internal/freeport"
 )
 
 // Binary is the k1s binary under test ($K1S_BIN).
@@ -35,28 +35,12 @@ func Binary(t testing.TB) string {
 // FreePort returns a loopback TCP port that was free a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		// The kernel may hand a just-closed port out again: never give
-		// the same port twice in one test process.
-		if !portsGiven[port] {
-			portsGiven[port] = true
-			return port
-		}
+	port, err := freeport.Get()
+	if err != nil {
+		t.Fatal(err)
 	}
+	return port
 }
-
-var (
-	portsMu    sync.Mutex
-	portsGiven = map[int]bool{}
-)
 
 // Server is a `k1s server` child process.
 type Server struct {

@@ -11,9 +11,7 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"net"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +24,7 @@ import (
 
 	"github.com/k1s/k1s/controllers/manager"
 	"github.com/k1s/k1s/controllers/serviceaccount"
+	"github.com/k1s/k1s/internal/freeport"
 	"github.com/k1s/k1s/server"
 	"github.com/k1s/k1s/server/pki"
 )
@@ -44,28 +43,12 @@ type Server struct {
 // FreePort returns a loopback TCP port that was free a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	portsMu.Lock()
-	defer portsMu.Unlock()
-	for {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatalf("free port: %v", err)
-		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		// The kernel may hand a just-closed port out again: never give
-		// the same port twice in one test process.
-		if !portsGiven[port] {
-			portsGiven[port] = true
-			return port
-		}
+	port, err := freeport.Get()
+	if err != nil {
+		t.Fatal(err)
 	}
+	return port
 }
-
-var (
-	portsMu    sync.Mutex
-	portsGiven = map[int]bool{}
-)
 
 // Start runs a server on a new data directory and waits until it is ready.
 // The server is stopped when the test ends.

@@ -242,10 +242,8 @@ func (c *Config) parse() (*parsed, error) {
 	if _, err := parseTaints(c.NodeTaints); err != nil {
 		errs = append(errs, err)
 	}
-	if c.ContainerLogMaxFiles < 2 {
-		errs = append(errs, fmt.Errorf("--container-log-max-files: %d must be at least 2", c.ContainerLogMaxFiles))
-	}
-	if err := (logs.Config{MaxSize: c.ContainerLogMaxSize, MaxFiles: 2}).Validate(); err != nil {
+	// The agent's log rotation checks its own flags (both named).
+	if err := (logs.Config{MaxSize: c.ContainerLogMaxSize, MaxFiles: c.ContainerLogMaxFiles}).Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.ReadOnlyPort < 0 || c.ReadOnlyPort > 65535 {

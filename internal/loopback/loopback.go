@@ -329,9 +329,10 @@ func (w *responseWriter) Flush() {
 	w.pw = pw
 	w.respond(&streamBody{pr: pr, cancel: w.cancel}, -1)
 	if w.buf.Len() > 0 {
-		data := bytes.Clone(w.buf.Bytes())
-		w.buf.Reset()
-		_, _ = pw.Write(data)
+		// The pipe is done with the bytes when Write returns; the
+		// buffer is not used again.
+		_, _ = pw.Write(w.buf.Bytes())
+		w.buf = bytes.Buffer{}
 	}
 }
 

@@ -202,10 +202,10 @@ func reconcileClusterRole(ctx context.Context, client kubernetes.Interface, want
 	logger := klog.FromContext(ctx)
 	c := client.RbacV1().ClusterRoles()
 	if fresh {
-		if _, err := c.Create(ctx, want.DeepCopy(), metav1.CreateOptions{}); err == nil {
+		if _, err := c.Create(ctx, want, metav1.CreateOptions{}); err == nil {
 			logger.V(2).Info("Created default clusterrole", "clusterrole", want.Name)
 			return nil
-		} // else reconciled below (it exists after all, or its namespace does not)
+		} // else reconciled below (it exists after all)
 	}
 	return retryConflicts(func() error {
 		existing, err := c.Get(ctx, want.Name, metav1.GetOptions{})
@@ -243,7 +243,7 @@ func reconcileRole(ctx context.Context, client kubernetes.Interface, want *rbacv
 	logger := klog.FromContext(ctx)
 	c := client.RbacV1().Roles(want.Namespace)
 	if fresh && ensureNamespace(ctx, client, want.Namespace) == nil {
-		if _, err := c.Create(ctx, want.DeepCopy(), metav1.CreateOptions{}); err == nil {
+		if _, err := c.Create(ctx, want, metav1.CreateOptions{}); err == nil {
 			logger.V(2).Info("Created default role", "role", klog.KObj(want))
 			return nil
 		} // else reconciled below (it exists after all)
@@ -286,10 +286,10 @@ func reconcileClusterRoleBinding(ctx context.Context, client kubernetes.Interfac
 	logger := klog.FromContext(ctx)
 	c := client.RbacV1().ClusterRoleBindings()
 	if fresh {
-		if _, err := c.Create(ctx, want.DeepCopy(), metav1.CreateOptions{}); err == nil {
+		if _, err := c.Create(ctx, want, metav1.CreateOptions{}); err == nil {
 			logger.V(2).Info("Created default clusterrolebinding", "clusterrolebinding", want.Name)
 			return nil
-		} // else reconciled below (it exists after all, or its namespace does not)
+		} // else reconciled below (it exists after all)
 	}
 	return retryConflicts(func() error {
 		existing, err := c.Get(ctx, want.Name, metav1.GetOptions{})
@@ -336,7 +336,7 @@ func reconcileRoleBinding(ctx context.Context, client kubernetes.Interface, want
 	logger := klog.FromContext(ctx)
 	c := client.RbacV1().RoleBindings(want.Namespace)
 	if fresh && ensureNamespace(ctx, client, want.Namespace) == nil {
-		if _, err := c.Create(ctx, want.DeepCopy(), metav1.CreateOptions{}); err == nil {
+		if _, err := c.Create(ctx, want, metav1.CreateOptions{}); err == nil {
 			logger.V(2).Info("Created default rolebinding", "rolebinding", klog.KObj(want))
 			return nil
 		} // else reconciled below (it exists after all)

@@ -11,10 +11,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/cache"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 	internalapi "k8s.io/cri-api/pkg/apis"
@@ -431,9 +434,11 @@ func (a *Agent) housekeeping(ctx context.Context) {
 	}
 }
 
-// watchNode writes the pod network config when the node gets its pod CIDR,
-// then reports the node Ready as soon as the runtime sees the network.
-// It checks often until the network is up, then every 10s.
+// watchNode writes the pod network config when the node gets its pod CIDR
+// (or it changes), then reports the node Ready as soon as the runtime sees
+// the network. It watches its own Node, as kubelet's node informer does:
+// node Ready waits on the CIDR, so it must not wait for a poll. A failed
+// write is retried after 2 s; the node is looked at again every 10 s.
 func (a *Agent) watchNode(ctx context.Context) error {
 	select {
 	case <-a.node.Registered():
@@ -441,18 +446,39 @@ func (a *Agent) watchNode(ctx context.Context) error {
 		return nil
 	}
 	logger := klog.FromContext(ctx)
-	// Node Ready waits on this: look often (a GET every 50 ms) until the
-	// pod CIDR has come, then every 10 s.
-	interval := 50 * time.Millisecond
+	name := a.cfg.NodeName
+	factory := informers.NewSharedInformerFactoryWithOptions(a.deps.Client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
+		}))
+	inf := factory.Core().V1().Nodes().Informer()
+	kick := make(chan struct{}, 1)
+	poke := func(any) {
+		select {
+		case kick <- struct{}{}:
+		default:
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    poke,
+		UpdateFunc: func(_, obj any) { poke(obj) },
+	}); err != nil {
+		return fmt.Errorf("watch node %s: %w", name, err)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+
 	for {
-		node, err := a.deps.Client.CoreV1().Nodes().Get(ctx, a.cfg.NodeName, metav1.GetOptions{})
-		if err == nil && node.Spec.PodCIDR != "" && a.deps.Network != nil {
+		retry := 10 * time.Second
+		obj, ok, _ := inf.GetStore().GetByKey(name)
+		if node, isNode := obj.(*corev1.Node); ok && isNode && node.Spec.PodCIDR != "" && a.deps.Network != nil {
 			a.mu.Lock()
 			changed := node.Spec.PodCIDR != a.podCIDR
 			a.mu.Unlock()
 			if changed {
 				if err := a.deps.Network.SetPodCIDR(node.Spec.PodCIDR); err != nil {
 					logger.Error(err, "Failed to write pod network config", "podCIDR", node.Spec.PodCIDR)
+					retry = 2 * time.Second
 				} else {
 					a.mu.Lock()
 					a.podCIDR = node.Spec.PodCIDR
@@ -460,14 +486,14 @@ func (a *Agent) watchNode(ctx context.Context) error {
 					logger.Info("Pod network configured", "podCIDR", node.Spec.PodCIDR)
 					a.waitNetworkReady(ctx)
 					a.node.TriggerUpdate(ctx)
-					interval = 10 * time.Second
 				}
 			}
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-a.deps.Clock.After(interval):
+		case <-kick:
+		case <-a.deps.Clock.After(retry):
 		}
 	}
 }

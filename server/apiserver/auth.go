@@ -41,6 +41,8 @@ type dependencies struct {
 	cfg       *Config
 	client    kubernetes.Interface
 	informers informers.SharedInformerFactory
+	// ready is closed once the server has started (Server.Ready).
+	ready <-chan struct{}
 
 	logger klog.Logger
 	// serviceAllocators hand out cluster IPs and node ports.

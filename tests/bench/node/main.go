@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -37,6 +38,29 @@ import (
 
 const nodeName = "bench-node"
 
+var (
+	burstCmd, serverArgs string
+	verbosity            int
+)
+
+// startBurstCmd starts -burst-cmd; the returned func stops it.
+func startBurstCmd() func() {
+	if burstCmd == "" {
+		return func() {}
+	}
+	cmd := exec.Command("sh", "-c", "exec "+burstCmd)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench: -burst-cmd:", err)
+		return func() {}
+	}
+	time.Sleep(300 * time.Millisecond) // let it attach
+	return func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+	}
+}
+
 func main() {
 	bin := flag.String("bin", "bin/k1s", "k1s binary")
 	images := flag.String("images", "_output/images", "directory of test image tarballs")
@@ -44,7 +68,13 @@ func main() {
 	replicas := flag.Int("replicas", 100, "replicas of the Deployment timed last (0: skip)")
 	keepLog := flag.String("log", "", "copy the server's log to this file at the end")
 	runs := flag.Int("runs", 1, "measure this many times, each on a new data dir, then summarize")
+	flag.StringVar(&serverArgs, "server-args", "", "extra arguments for k1s server, space-separated")
+	flag.IntVar(&verbosity, "v", 0, "the server's log verbosity (k1s -v)")
+	flag.StringVar(&burstCmd, "burst-cmd", "", "shell command started when the pod burst starts and sent SIGINT when it ends (e.g. 'perf record -a -N -o /tmp/burst.data')")
 	flag.Parse()
+	// Output piped into head must not kill the benchmark before it has
+	// stopped its server and cleaned the node up.
+	signal.Ignore(syscall.SIGPIPE)
 	var all []figures
 	for i := range max(*runs, 1) {
 		if *runs > 1 {
@@ -137,11 +167,18 @@ func run(bin, images string, n, replicas int, keepLog string) (f figures, err er
 	if err != nil {
 		return f, err
 	}
-	cmd := exec.Command(bin, "server", "--data-dir", data, "--write-kubeconfig", kubeconfig,
+	args := []string{"server", "--data-dir", data, "--write-kubeconfig", kubeconfig,
 		"--https-listen-port", strconv.Itoa(port), "--bind-address", "127.0.0.1", "--node-name", nodeName,
-		"--etcd-client-port", strconv.Itoa(freePort()), "--etcd-peer-port", strconv.Itoa(freePort()))
+		"--etcd-client-port", strconv.Itoa(freePort()), "--etcd-peer-port", strconv.Itoa(freePort())}
+	args = append(args, strings.Fields(serverArgs)...)
+	if verbosity > 0 {
+		args = append([]string{fmt.Sprintf("-v=%d", verbosity)}, args...)
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	start := time.Now()
+	fmt.Printf("server started at %s\n", start.Format("15:04:05.000"))
 	if err := cmd.Start(); err != nil {
 		return f, err
 	}
@@ -178,14 +215,20 @@ func run(bin, images string, n, replicas int, keepLog string) (f figures, err er
 		time.Sleep(20 * time.Millisecond)
 	}
 	f.nodeReady = time.Since(start)
-	fmt.Printf("start → node Ready (new data dir):       %v\n", f.nodeReady.Round(time.Millisecond))
+	fmt.Printf("start → node Ready (new data dir):       %v (at %s)\n", f.nodeReady.Round(time.Millisecond), time.Now().Format("15:04:05.000"))
 	waitSA(ctx, c)
 	time.Sleep(10 * time.Second)
 	idleK1s := rssMB(cmd.Process.Pid)
 	ctrPid := containerdPid(data)
 	fmt.Printf("idle: k1s process RSS %.1f MB, containerd RSS %.1f MB\n", idleK1s, rssMB(ctrPid))
+	wctx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	w, err := watchRunning(wctx, c)
+	if err != nil {
+		return f, err
+	}
 
-	one, err := createAndWait(ctx, c, []string{"single"})
+	one, err := createAndWait(ctx, c, w, []string{"single"})
 	if err != nil {
 		return f, err
 	}
@@ -195,13 +238,15 @@ func run(bin, images string, n, replicas int, keepLog string) (f figures, err er
 	for i := 0; i < n; i++ {
 		names = append(names, fmt.Sprintf("p%02d", i))
 	}
+	stopBurstCmd := startBurstCmd()
 	busy0, k1s0, ctr0 := machineBusy(), cpuSeconds(cmd.Process.Pid), cpuSeconds(ctrPid)
 	t0 := time.Now()
-	lat, err := createAndWait(ctx, c, names)
+	lat, err := createAndWait(ctx, c, w, names)
+	all := time.Since(t0)
+	stopBurstCmd()
 	if err != nil {
 		return f, err
 	}
-	all := time.Since(t0)
 	f.burst = all
 	busy, k1sCPU, ctrCPU := machineBusy()-busy0, cpuSeconds(cmd.Process.Pid)-k1s0, cpuSeconds(ctrPid)-ctr0
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
@@ -224,7 +269,7 @@ func run(bin, images string, n, replicas int, keepLog string) (f figures, err er
 	if err := deleteAllPods(ctx, c); err != nil {
 		return f, err
 	}
-	took, err := deploymentRunning(ctx, c, replicas)
+	took, err := deploymentRunning(ctx, c, w, replicas)
 	if err != nil {
 		return f, err
 	}
@@ -249,7 +294,7 @@ func deleteAllPods(ctx context.Context, c kubernetes.Interface) error {
 
 // deploymentRunning creates a Deployment of n busybox replicas (placed by
 // the scheduler) and returns the time until all n pods are Running.
-func deploymentRunning(ctx context.Context, c kubernetes.Interface, n int) (time.Duration, error) {
+func deploymentRunning(ctx context.Context, c kubernetes.Interface, w *runningWatch, n int) (time.Duration, error) {
 	labels := map[string]string{"app": "bench"}
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "bench"},
@@ -269,22 +314,10 @@ func deploymentRunning(ctx context.Context, c kubernetes.Interface, n int) (time
 	if _, err := c.AppsV1().Deployments("default").Create(ctx, d, metav1.CreateOptions{}); err != nil {
 		return 0, fmt.Errorf("create deployment: %w", err)
 	}
-	for time.Since(t0) < 5*time.Minute {
-		list, err := c.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=bench"})
-		if err == nil {
-			running := 0
-			for _, p := range list.Items {
-				if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-					running++
-				}
-			}
-			if running >= n {
-				return time.Since(t0), nil
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
+	if err := w.countLabel("app", "bench", n, 5*time.Minute); err != nil {
+		return 0, fmt.Errorf("deployment of %d replicas: %w", n, err)
 	}
-	return 0, fmt.Errorf("deployment of %d replicas not all Running within 5m", n)
+	return time.Since(t0), nil
 }
 
 func ready(n *corev1.Node) bool {
@@ -305,10 +338,11 @@ func waitSA(ctx context.Context, c kubernetes.Interface) {
 	}
 }
 
-// createAndWait creates pods at once and returns each one's create → Running time.
-func createAndWait(ctx context.Context, c kubernetes.Interface, names []string) ([]time.Duration, error) {
+// createAndWait creates pods at once and returns each one's create →
+// Running time, as the pod watch saw it.
+func createAndWait(ctx context.Context, c kubernetes.Interface, w *runningWatch, names []string) ([]time.Duration, error) {
 	var wg sync.WaitGroup
-	out := make([]time.Duration, len(names))
+	t0 := make([]time.Time, len(names))
 	errs := make(chan error, len(names))
 	for i, name := range names {
 		wg.Add(1)
@@ -318,20 +352,10 @@ func createAndWait(ctx context.Context, c kubernetes.Interface, names []string) 
 				NodeName: nodeName, TerminationGracePeriodSeconds: ptr.To[int64](1),
 				Containers: []corev1.Container{{Name: "c", Image: "k1s.local/busybox:1.36", ImagePullPolicy: corev1.PullNever, Command: []string{"sleep", "3600"}}},
 			}}
-			t0 := time.Now()
+			t0[i] = time.Now()
 			if _, err := c.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{}); err != nil {
 				errs <- err
-				return
 			}
-			for time.Since(t0) < 2*time.Minute {
-				got, err := c.CoreV1().Pods("default").Get(ctx, name, metav1.GetOptions{})
-				if err == nil && got.Status.Phase == corev1.PodRunning {
-					out[i] = time.Since(t0)
-					return
-				}
-				time.Sleep(20 * time.Millisecond)
-			}
-			errs <- fmt.Errorf("pod %s not Running within 2m", name)
 		}(i, name)
 	}
 	wg.Wait()
@@ -339,7 +363,7 @@ func createAndWait(ctx context.Context, c kubernetes.Interface, names []string) 
 	for err := range errs {
 		return nil, err
 	}
-	return out, nil
+	return w.since(names, t0, 2*time.Minute)
 }
 
 func readStatus(pid int, key string) float64 {

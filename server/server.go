@@ -317,6 +317,21 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := checkWritable(s.cfg.DataDir); err != nil {
 		return err
 	}
+	// A new service-account signing key (RSA 2048: 0.1–0.5 s of CPU here)
+	// is made while the PKI is written and etcd starts, not after.
+	saKeyFile := filepath.Join(s.serverDir(), "tls", "service.key")
+	saKey := make(chan error, 1)
+	go func() {
+		if err := os.MkdirAll(filepath.Dir(saKeyFile), 0o700); err != nil {
+			saKey <- err
+			return
+		}
+		_, created, err := serviceaccount.LoadOrCreateSigningKey(saKeyFile)
+		if created {
+			logger.Info("Created service-account signing key", "path", saKeyFile)
+		}
+		saKey <- err
+	}()
 	firstServiceIP := make(net.IP, len(s.p.serviceCIDR.IP))
 	copy(firstServiceIP, s.p.serviceCIDR.IP)
 	firstServiceIP[len(firstServiceIP)-1]++
@@ -386,7 +401,6 @@ func (s *Server) Run(ctx context.Context) error {
 	if len(first) > 0 {
 		tiers = append(tiers, first)
 	}
-	saKeyFile := filepath.Join(s.serverDir(), "tls", "service.key")
 	api, err := apiserver.New(apiserver.Config{
 		BindAddress:                         s.p.bindAddress,
 		SecurePort:                          s.cfg.HTTPSPort,
@@ -413,16 +427,6 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// A new service-account signing key (RSA 2048: up to a second of CPU)
-	// is made while etcd starts, not after.
-	saKey := make(chan error, 1)
-	go func() {
-		_, created, err := serviceaccount.LoadOrCreateSigningKey(saKeyFile)
-		if created {
-			logger.Info("Created service-account signing key", "path", saKeyFile)
-		}
-		saKey <- err
-	}()
 	tiers = append(tiers, supervisor.Tier{{Name: "apiserver", Component: afterKey{key: saKey, Server: api}}})
 
 	rootCA, err := os.ReadFile(cluster.ServerCA.CertFile)

@@ -10,6 +10,9 @@ import (
 	// CronJob time zones must work on edge images without zoneinfo.
 	_ "time/tzdata"
 
+	// Before kubectl's packages: see the package comment.
+	_ "github.com/k1s/k1s/internal/kubectltext"
+
 	"github.com/k1s/k1s/cmd/k1s/app"
 )
 

@@ -39,19 +39,25 @@ import (
 const nodeName = "bench-node"
 
 var (
-	burstCmd, serverArgs string
-	verbosity            int
+	burstCmd, deployCmd, serverArgs string
+	verbosity                       int
 )
 
-// startBurstCmd starts -burst-cmd; the returned func stops it.
-func startBurstCmd() func() {
-	if burstCmd == "" {
+// startBurstCmd starts -burst-cmd, with $KUBECONFIG naming the server's
+// admin kubeconfig; the returned func stops it.
+func startBurstCmd(kubeconfig string) func() { return startCmd(burstCmd, kubeconfig) }
+
+// startCmd starts the shell command line, if any, with $KUBECONFIG set;
+// the returned func sends it SIGINT and waits for it.
+func startCmd(line, kubeconfig string) func() {
+	if line == "" {
 		return func() {}
 	}
-	cmd := exec.Command("sh", "-c", "exec "+burstCmd)
+	cmd := exec.Command("sh", "-c", "exec "+line)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "bench: -burst-cmd:", err)
+		fmt.Fprintf(os.Stderr, "bench: %s: %v\n", line, err)
 		return func() {}
 	}
 	time.Sleep(300 * time.Millisecond) // let it attach
@@ -70,7 +76,8 @@ func main() {
 	runs := flag.Int("runs", 1, "measure this many times, each on a new data dir, then summarize")
 	flag.StringVar(&serverArgs, "server-args", "", "extra arguments for k1s server, space-separated")
 	flag.IntVar(&verbosity, "v", 0, "the server's log verbosity (k1s -v)")
-	flag.StringVar(&burstCmd, "burst-cmd", "", "shell command started when the pod burst starts and sent SIGINT when it ends (e.g. 'perf record -a -N -o /tmp/burst.data')")
+	flag.StringVar(&deployCmd, "deploy-cmd", "", "as -burst-cmd, for the Deployment's run")
+	flag.StringVar(&burstCmd, "burst-cmd", "", "shell command started when the pod burst starts and sent SIGINT when it ends, $KUBECONFIG set (e.g. 'perf record -a -N -o /tmp/burst.data')")
 	flag.Parse()
 	// Output piped into head must not kill the benchmark before it has
 	// stopped its server and cleaned the node up.
@@ -238,7 +245,7 @@ func run(bin, images string, n, replicas int, keepLog string) (f figures, err er
 	for i := 0; i < n; i++ {
 		names = append(names, fmt.Sprintf("p%02d", i))
 	}
-	stopBurstCmd := startBurstCmd()
+	stopBurstCmd := startBurstCmd(kubeconfig)
 	busy0, k1s0, ctr0 := machineBusy(), cpuSeconds(cmd.Process.Pid), cpuSeconds(ctrPid)
 	t0 := time.Now()
 	lat, err := createAndWait(ctx, c, w, names)
@@ -269,11 +276,17 @@ func run(bin, images string, n, replicas int, keepLog string) (f figures, err er
 	if err := deleteAllPods(ctx, c); err != nil {
 		return f, err
 	}
+	stopDeployCmd := startCmd(deployCmd, kubeconfig)
+	busy0, k1s0, ctr0 = machineBusy(), cpuSeconds(cmd.Process.Pid), cpuSeconds(ctrPid)
 	took, err := deploymentRunning(ctx, c, w, replicas)
+	stopDeployCmd()
 	if err != nil {
 		return f, err
 	}
+	busy, k1sCPU, ctrCPU = machineBusy()-busy0, cpuSeconds(cmd.Process.Pid)-k1s0, cpuSeconds(ctrPid)-ctr0
 	fmt.Printf("Deployment of %d replicas → all Running:  %v\n", replicas, took.Round(time.Millisecond))
+	fmt.Printf("  CPU meanwhile: machine busy %.2f s of %.2f s; k1s %.2f s, containerd %.2f s, the rest %.2f s\n",
+		busy, took.Seconds()*float64(runtime.NumCPU()), k1sCPU, ctrCPU, busy-k1sCPU-ctrCPU)
 	return f, nil
 }
 

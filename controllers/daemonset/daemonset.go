@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 	"time"
 
@@ -84,6 +83,9 @@ type Controller struct {
 	nodeLister corelisters.NodeLister
 	synced     []cache.InformerSynced
 
+	// revisions and pods route their objects' events to DaemonSets.
+	revisions, pods *controllerutil.OwnerRouter[*appsv1.DaemonSet]
+
 	// queue holds DaemonSet keys; nodeQueue node names whose change may
 	// concern some DaemonSets.
 	queue     workqueue.TypedRateLimitingInterface[string]
@@ -121,6 +123,12 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		nodeQueue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "daemonset-node-updates", Clock: clk}),
 	}
+	c.revisions = c.router()
+	c.pods = c.router()
+	c.pods.TerminatingIsDeleted = true
+	c.pods.OnCreate = func(ds *appsv1.DaemonSet, _ metav1.Object) { c.expectations.CreationObserved(ds.Namespace + "/" + ds.Name) }
+	c.pods.OnDelete = func(ds *appsv1.DaemonSet, _ metav1.Object) { c.expectations.DeletionObserved(ds.Namespace + "/" + ds.Name) }
+	c.pods.OnUpdate = c.podChanged
 	if err := controllerutil.AddPodControllerIndexer(podInf.Informer()); err != nil {
 		return nil, fmt.Errorf("daemonset controller: %w", err)
 	}
@@ -137,16 +145,8 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 			UpdateFunc: c.updateDaemonSet,
 			DeleteFunc: c.deleteDaemonSet,
 		}},
-		{revInf.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.addRevision,
-			UpdateFunc: c.updateRevision,
-			DeleteFunc: c.deleteRevision,
-		}},
-		{podInf.Informer(), cache.ResourceEventHandlerFuncs{
-			AddFunc:    c.addPod,
-			UpdateFunc: c.updatePod,
-			DeleteFunc: c.deletePod,
-		}},
+		{revInf.Informer(), c.revisions.Handlers()},
+		{podInf.Informer(), c.pods.Handlers()},
 		{nodeInf.Informer(), cache.ResourceEventHandlerFuncs{
 			AddFunc:    c.addNode,
 			UpdateFunc: c.updateNode,
@@ -328,179 +328,29 @@ func (c *Controller) deleteDaemonSet(obj any) {
 	c.queue.Add(key)
 }
 
-// resolve returns the DaemonSet ref names, if it still exists with that
-// UID.
-func (c *Controller) resolve(namespace string, ref *metav1.OwnerReference) *appsv1.DaemonSet {
-	if ref == nil || ref.Kind != controllerKind.Kind {
-		return nil
-	}
-	ds, err := c.dsLister.DaemonSets(namespace).Get(ref.Name)
-	if err != nil || ds.UID != ref.UID {
-		return nil
-	}
-	return ds
-}
-
-func (c *Controller) addRevision(obj any) {
-	rev, ok := obj.(*appsv1.ControllerRevision)
-	if !ok {
-		return
-	}
-	if rev.DeletionTimestamp != nil {
-		c.deleteRevision(rev)
-		return
-	}
-	if ref := metav1.GetControllerOfNoCopy(rev); ref != nil {
-		if ds := c.resolve(rev.Namespace, ref); ds != nil {
-			c.enqueue(ds)
-		}
-		return
-	}
-	for _, ds := range c.daemonSetsForRevision(rev) {
-		c.enqueue(ds)
+// router routes the events of objects DaemonSets control (their
+// ControllerRevisions, their pods) to the DaemonSets' queue.
+func (c *Controller) router() *controllerutil.OwnerRouter[*appsv1.DaemonSet] {
+	return &controllerutil.OwnerRouter[*appsv1.DaemonSet]{
+		Kind: controllerKind.Kind,
+		Get: func(namespace, name string) (*appsv1.DaemonSet, error) {
+			return c.dsLister.DaemonSets(namespace).Get(name)
+		},
+		Matching: controllerutil.SelectorMatching(func(namespace string) ([]*appsv1.DaemonSet, error) {
+			return c.dsLister.DaemonSets(namespace).List(labels.Everything())
+		}, func(ds *appsv1.DaemonSet) *metav1.LabelSelector { return ds.Spec.Selector }),
+		Enqueue: c.enqueue,
 	}
 }
 
-func (c *Controller) updateRevision(oldObj, newObj any) {
-	old, ok1 := oldObj.(*appsv1.ControllerRevision)
-	cur, ok2 := newObj.(*appsv1.ControllerRevision)
-	if !ok1 || !ok2 || old.ResourceVersion == cur.ResourceVersion {
-		return
-	}
-	curRef, oldRef := metav1.GetControllerOfNoCopy(cur), metav1.GetControllerOfNoCopy(old)
-	refChanged := !reflect.DeepEqual(curRef, oldRef)
-	if refChanged && oldRef != nil {
-		if ds := c.resolve(old.Namespace, oldRef); ds != nil {
-			c.enqueue(ds)
-		}
-	}
-	if curRef != nil {
-		if ds := c.resolve(cur.Namespace, curRef); ds != nil {
-			c.enqueue(ds)
-		}
-		return
-	}
-	if refChanged || !reflect.DeepEqual(old.Labels, cur.Labels) {
-		for _, ds := range c.daemonSetsForRevision(cur) {
-			c.enqueue(ds)
-		}
-	}
-}
-
-func (c *Controller) deleteRevision(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	rev, ok := obj.(*appsv1.ControllerRevision)
-	if !ok {
-		return
-	}
-	if ds := c.resolve(rev.Namespace, metav1.GetControllerOfNoCopy(rev)); ds != nil {
-		c.enqueue(ds)
-	}
-}
-
-// daemonSetsForRevision returns the DaemonSets of rev's namespace whose
-// selector matches its labels.
-func (c *Controller) daemonSetsForRevision(rev *appsv1.ControllerRevision) []*appsv1.DaemonSet {
-	return c.matching(rev.Namespace, rev.Labels)
-}
-
-func (c *Controller) matching(namespace string, lbls map[string]string) []*appsv1.DaemonSet {
-	if len(lbls) == 0 {
-		return nil
-	}
-	all, err := c.dsLister.DaemonSets(namespace).List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	var out []*appsv1.DaemonSet
-	for _, ds := range all {
-		sel, err := metav1.LabelSelectorAsSelector(ds.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(lbls)) {
-			continue
-		}
-		out = append(out, ds)
-	}
-	return out
-}
-
-func (c *Controller) addPod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	if pod.DeletionTimestamp != nil {
-		// Seen for the first time already being deleted (e.g. after a
-		// restart): that is no creation to observe.
-		c.deletePod(pod)
-		return
-	}
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		if ds := c.resolve(pod.Namespace, ref); ds != nil {
-			c.expectations.CreationObserved(ds.Namespace + "/" + ds.Name)
-			c.enqueue(ds)
-		}
-		return
-	}
-	for _, ds := range c.matching(pod.Namespace, pod.Labels) {
-		c.enqueue(ds)
-	}
-}
-
-func (c *Controller) updatePod(oldObj, newObj any) {
+// podChanged looks at a DaemonSet again once its pod that just became
+// ready counts as available; the extra second absorbs clock granularity.
+func (c *Controller) podChanged(ds *appsv1.DaemonSet, oldObj, curObj metav1.Object) {
 	old, ok1 := oldObj.(*corev1.Pod)
-	cur, ok2 := newObj.(*corev1.Pod)
-	if !ok1 || !ok2 || old.ResourceVersion == cur.ResourceVersion {
-		return
+	cur, ok2 := curObj.(*corev1.Pod)
+	if ok1 && ok2 && !controllerutil.IsPodReady(old) && controllerutil.IsPodReady(cur) && ds.Spec.MinReadySeconds > 0 {
+		c.enqueueAfter(ds, time.Duration(ds.Spec.MinReadySeconds)*time.Second+time.Second)
 	}
-	if cur.DeletionTimestamp != nil {
-		// A graceful deletion began: replace the pod now rather than when
-		// it is finally gone.
-		c.deletePod(cur)
-		return
-	}
-	curRef, oldRef := metav1.GetControllerOfNoCopy(cur), metav1.GetControllerOfNoCopy(old)
-	refChanged := !reflect.DeepEqual(curRef, oldRef)
-	if refChanged && oldRef != nil {
-		if ds := c.resolve(old.Namespace, oldRef); ds != nil {
-			c.enqueue(ds)
-		}
-	}
-	if curRef != nil {
-		ds := c.resolve(cur.Namespace, curRef)
-		if ds == nil {
-			return
-		}
-		c.enqueue(ds)
-		if !controllerutil.IsPodReady(old) && controllerutil.IsPodReady(cur) && ds.Spec.MinReadySeconds > 0 {
-			// Look again once the pod has been ready long enough to count
-			// as available; the extra second absorbs clock granularity.
-			c.enqueueAfter(ds, time.Duration(ds.Spec.MinReadySeconds)*time.Second+time.Second)
-		}
-		return
-	}
-	if refChanged || !reflect.DeepEqual(old.Labels, cur.Labels) {
-		for _, ds := range c.matching(cur.Namespace, cur.Labels) {
-			c.enqueue(ds)
-		}
-	}
-}
-
-func (c *Controller) deletePod(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	ds := c.resolve(pod.Namespace, metav1.GetControllerOfNoCopy(pod))
-	if ds == nil {
-		return
-	}
-	c.expectations.DeletionObserved(ds.Namespace + "/" + ds.Name)
-	c.enqueue(ds)
 }
 
 func (c *Controller) addNode(obj any) {

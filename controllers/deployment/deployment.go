@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"strconv"
 	"sync"
 
@@ -73,6 +72,8 @@ type Controller struct {
 	clock    clock.WithTicker
 
 	dLister    appslisters.DeploymentLister
+	// replicaSets routes ReplicaSet events to their Deployments.
+	replicaSets *controllerutil.OwnerRouter[*appsv1.Deployment]
 	rsLister   appslisters.ReplicaSetLister
 	podIndexer cache.Indexer
 	synced     []cache.InformerSynced
@@ -105,11 +106,17 @@ func New(client kubernetes.Interface, dInformer appsinformers.DeploymentInformer
 	if err != nil {
 		return nil, fmt.Errorf("deployment controller: watch deployments: %w", err)
 	}
-	rsReg, err := rsInformer.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.addReplicaSet,
-		UpdateFunc: c.updateReplicaSet,
-		DeleteFunc: c.deleteReplicaSet,
-	})
+	c.replicaSets = &controllerutil.OwnerRouter[*appsv1.Deployment]{
+		Kind: controllerKind.Kind,
+		Get: func(namespace, name string) (*appsv1.Deployment, error) {
+			return c.dLister.Deployments(namespace).Get(name)
+		},
+		Matching: controllerutil.SelectorMatching(func(namespace string) ([]*appsv1.Deployment, error) {
+			return c.dLister.Deployments(namespace).List(labels.Everything())
+		}, func(d *appsv1.Deployment) *metav1.LabelSelector { return d.Spec.Selector }),
+		Enqueue: c.enqueue,
+	}
+	rsReg, err := rsInformer.Informer().AddEventHandler(c.replicaSets.Handlers())
 	if err != nil {
 		return nil, fmt.Errorf("deployment controller: watch replica sets: %w", err)
 	}
@@ -212,102 +219,6 @@ func (c *Controller) enqueueObj(obj any) {
 	}
 }
 
-// resolveControllerRef returns the Deployment ref points to, if cached
-// with the same UID.
-func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1.Deployment {
-	if ref.Kind != controllerKind.Kind {
-		return nil
-	}
-	d, err := c.dLister.Deployments(namespace).Get(ref.Name)
-	if err != nil || d.UID != ref.UID {
-		return nil
-	}
-	return d
-}
-
-// deploymentsForReplicaSet returns the Deployments whose selector matches
-// an orphaned ReplicaSet; an empty selector matches nothing.
-func (c *Controller) deploymentsForReplicaSet(rs *appsv1.ReplicaSet) []*appsv1.Deployment {
-	if len(rs.Labels) == 0 {
-		return nil
-	}
-	ds, err := c.dLister.Deployments(rs.Namespace).List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	var out []*appsv1.Deployment
-	for _, d := range ds {
-		sel, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(rs.Labels)) {
-			continue
-		}
-		out = append(out, d)
-	}
-	return out
-}
-
-func (c *Controller) addReplicaSet(obj any) {
-	rs, ok := obj.(*appsv1.ReplicaSet)
-	if !ok {
-		return
-	}
-	if rs.DeletionTimestamp != nil {
-		c.deleteReplicaSet(rs)
-		return
-	}
-	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
-		if d := c.resolveControllerRef(rs.Namespace, ref); d != nil {
-			c.enqueue(d)
-		}
-		return
-	}
-	for _, d := range c.deploymentsForReplicaSet(rs) {
-		c.enqueue(d)
-	}
-}
-
-func (c *Controller) updateReplicaSet(oldObj, newObj any) {
-	old, ok1 := oldObj.(*appsv1.ReplicaSet)
-	cur, ok2 := newObj.(*appsv1.ReplicaSet)
-	if !ok1 || !ok2 || cur.ResourceVersion == old.ResourceVersion {
-		return
-	}
-	curRef := metav1.GetControllerOfNoCopy(cur)
-	oldRef := metav1.GetControllerOfNoCopy(old)
-	refChanged := !reflect.DeepEqual(curRef, oldRef)
-	if refChanged && oldRef != nil {
-		if d := c.resolveControllerRef(old.Namespace, oldRef); d != nil {
-			c.enqueue(d)
-		}
-	}
-	if curRef != nil {
-		if d := c.resolveControllerRef(cur.Namespace, curRef); d != nil {
-			c.enqueue(d)
-		}
-		return
-	}
-	if refChanged || !reflect.DeepEqual(cur.Labels, old.Labels) {
-		for _, d := range c.deploymentsForReplicaSet(cur) {
-			c.enqueue(d)
-		}
-	}
-}
-
-func (c *Controller) deleteReplicaSet(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	rs, ok := obj.(*appsv1.ReplicaSet)
-	if !ok {
-		return
-	}
-	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
-		if d := c.resolveControllerRef(rs.Namespace, ref); d != nil {
-			c.enqueue(d)
-		}
-	}
-}
-
 // deletePod wakes a Recreate Deployment when one of its old pods is gone:
 // it waits for all of them before creating new ones.
 func (c *Controller) deletePod(obj any) {
@@ -326,11 +237,7 @@ func (c *Controller) deletePod(obj any) {
 	if err != nil || rs.UID != ref.UID {
 		return
 	}
-	dRef := metav1.GetControllerOfNoCopy(rs)
-	if dRef == nil {
-		return
-	}
-	if d := c.resolveControllerRef(rs.Namespace, dRef); d != nil && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
+	if d, ok := c.replicaSets.Resolve(rs.Namespace, metav1.GetControllerOfNoCopy(rs)); ok && d.Spec.Strategy.Type == appsv1.RecreateDeploymentStrategyType {
 		c.enqueue(d)
 	}
 }

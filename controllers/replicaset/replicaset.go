@@ -77,6 +77,8 @@ type Controller struct {
 	burst        int
 
 	rsLister   appslisters.ReplicaSetLister
+	// pods routes pod events to their ReplicaSets.
+	pods *controllerutil.OwnerRouter[*appsv1.ReplicaSet]
 	rsIndexer  cache.Indexer
 	podLister  corelisters.PodLister
 	podIndexer cache.Indexer
@@ -123,6 +125,21 @@ func New(client kubernetes.Interface, rsInformer appsinformers.ReplicaSetInforme
 		return nil, fmt.Errorf("replicaset controller: %w", err)
 	}
 	c.podIndexer = podInf.GetIndexer()
+	c.pods = &controllerutil.OwnerRouter[*appsv1.ReplicaSet]{
+		Kind: controllerKind.Kind,
+		Get: func(namespace, name string) (*appsv1.ReplicaSet, error) {
+			return c.rsLister.ReplicaSets(namespace).Get(name)
+		},
+		Matching: c.matching,
+		Enqueue:  c.enqueue,
+		OnCreate: func(rs *appsv1.ReplicaSet, _ metav1.Object) { c.expectations.CreationObserved(key(rs)) },
+		OnDelete: func(rs *appsv1.ReplicaSet, obj metav1.Object) {
+			if pod, ok := obj.(*corev1.Pod); ok {
+				c.expectations.DeletionObserved(key(rs), controllerutil.PodKey(pod))
+			}
+		},
+		OnUpdate: c.podChanged,
+	}
 	podReg, err := podInf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.addPod,
 		UpdateFunc: c.updatePod,
@@ -257,56 +274,22 @@ func (c *Controller) deleteRS(obj any) {
 	c.enqueue(rs)
 }
 
-// resolveControllerRef returns the ReplicaSet ref points to, if the cache
-// has it with the same UID.
-func (c *Controller) resolveControllerRef(namespace string, ref *metav1.OwnerReference) *appsv1.ReplicaSet {
-	if ref.Kind != controllerKind.Kind {
-		return nil
-	}
-	rs, err := c.rsLister.ReplicaSets(namespace).Get(ref.Name)
-	if err != nil || rs.UID != ref.UID {
-		return nil
-	}
-	return rs
-}
-
-// podReplicaSets returns the ReplicaSets whose selector matches an orphan.
-func (c *Controller) podReplicaSets(pod *corev1.Pod) []*appsv1.ReplicaSet {
-	rss, err := c.rsLister.GetPodReplicaSets(pod)
-	if err != nil {
-		return nil
-	}
+// matching returns the ReplicaSets whose selector matches an orphan's
+// labels.
+func (c *Controller) matching(namespace string, lbls map[string]string) []*appsv1.ReplicaSet {
+	rss := controllerutil.SelectorMatching(func(namespace string) ([]*appsv1.ReplicaSet, error) {
+		return c.rsLister.ReplicaSets(namespace).List(labels.Everything())
+	}, func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector })(namespace, lbls)
 	if len(rss) > 1 {
-		utilruntime.HandleError(fmt.Errorf("user error: more than one ReplicaSet selects pods with labels %v", pod.Labels))
+		utilruntime.HandleError(fmt.Errorf("user error: more than one ReplicaSet selects pods with labels %v", lbls))
 	}
 	return rss
 }
 
-func (c *Controller) addPod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	if pod.DeletionTimestamp != nil {
-		// Seen for the first time already being deleted (e.g. after a
-		// restart): that is no creation.
-		c.deletePod(pod)
-		return
-	}
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		rs := c.resolveControllerRef(pod.Namespace, ref)
-		if rs == nil {
-			return
-		}
-		c.expectations.CreationObserved(key(rs))
-		c.enqueue(rs)
-		return
-	}
-	// An orphan: whoever matches may adopt it. No creation was expected.
-	for _, rs := range c.podReplicaSets(pod) {
-		c.enqueue(rs)
-	}
-}
+// addPod: a pod seen being deleted already (after a restart, say) is no
+// creation; an orphan wakes whoever may adopt it, and no creation was
+// expected of them.
+func (c *Controller) addPod(obj any) { c.pods.Add(obj) }
 
 func (c *Controller) updatePod(oldObj, newObj any) {
 	old, ok1 := oldObj.(*corev1.Pod)
@@ -314,63 +297,29 @@ func (c *Controller) updatePod(oldObj, newObj any) {
 	if !ok1 || !ok2 || cur.ResourceVersion == old.ResourceVersion {
 		return
 	}
-	labelsChanged := !reflect.DeepEqual(cur.Labels, old.Labels)
 	if cur.DeletionTimestamp != nil {
 		// A graceful deletion began: act now rather than when the pod
 		// finally goes.
 		c.deletePod(cur)
-		if labelsChanged {
+		if !reflect.DeepEqual(cur.Labels, old.Labels) {
 			c.deletePod(old)
 		}
 		return
 	}
-	curRef := metav1.GetControllerOfNoCopy(cur)
-	oldRef := metav1.GetControllerOfNoCopy(old)
-	refChanged := !reflect.DeepEqual(curRef, oldRef)
-	if refChanged && oldRef != nil {
-		if rs := c.resolveControllerRef(old.Namespace, oldRef); rs != nil {
-			c.enqueue(rs)
-		}
-	}
-	if curRef != nil {
-		rs := c.resolveControllerRef(cur.Namespace, curRef)
-		if rs == nil {
-			return
-		}
-		c.enqueue(rs)
-		// A pod that just became ready becomes available minReadySeconds
-		// later; nothing else would wake the ReplicaSet then.
-		if !controllerutil.IsPodReady(old) && controllerutil.IsPodReady(cur) && rs.Spec.MinReadySeconds > 0 {
-			c.queue.AddAfter(key(rs), time.Duration(rs.Spec.MinReadySeconds)*time.Second)
-		}
-		return
-	}
-	if labelsChanged || refChanged {
-		for _, rs := range c.podReplicaSets(cur) {
-			c.enqueue(rs)
-		}
+	c.pods.Changed(old, cur)
+}
+
+// podChanged: a pod that just became ready becomes available
+// minReadySeconds later; nothing else would wake the ReplicaSet then.
+func (c *Controller) podChanged(rs *appsv1.ReplicaSet, oldObj, curObj metav1.Object) {
+	old, ok1 := oldObj.(*corev1.Pod)
+	cur, ok2 := curObj.(*corev1.Pod)
+	if ok1 && ok2 && !controllerutil.IsPodReady(old) && controllerutil.IsPodReady(cur) && rs.Spec.MinReadySeconds > 0 {
+		c.queue.AddAfter(key(rs), time.Duration(rs.Spec.MinReadySeconds)*time.Second)
 	}
 }
 
-func (c *Controller) deletePod(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	ref := metav1.GetControllerOfNoCopy(pod)
-	if ref == nil {
-		return
-	}
-	rs := c.resolveControllerRef(pod.Namespace, ref)
-	if rs == nil {
-		return
-	}
-	c.expectations.DeletionObserved(key(rs), controllerutil.PodKey(pod))
-	c.enqueue(rs)
-}
+func (c *Controller) deletePod(obj any) { c.pods.Delete(obj) }
 
 // sync brings one ReplicaSet's pods to spec.replicas, if its
 // expectations are met, and writes its status.

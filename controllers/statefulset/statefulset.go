@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 	"time"
 
@@ -96,11 +95,18 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "statefulset", Clock: clk}),
 	}
-	podReg, err := podInf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    c.addPod,
-		UpdateFunc: c.updatePod,
-		DeleteFunc: c.deletePod,
-	})
+	pods := &controllerutil.OwnerRouter[*appsv1.StatefulSet]{
+		Kind: controllerKind.Kind,
+		Get: func(namespace, name string) (*appsv1.StatefulSet, error) {
+			return c.setLister.StatefulSets(namespace).Get(name)
+		},
+		Matching: controllerutil.SelectorMatching(func(namespace string) ([]*appsv1.StatefulSet, error) {
+			return c.setLister.StatefulSets(namespace).List(labels.Everything())
+		}, func(set *appsv1.StatefulSet) *metav1.LabelSelector { return set.Spec.Selector }),
+		Enqueue:  func(set *appsv1.StatefulSet) { c.enqueue(set) },
+		OnUpdate: c.podChanged,
+	}
+	podReg, err := podInf.Informer().AddEventHandler(pods.Handlers())
 	if err != nil {
 		return nil, fmt.Errorf("statefulset controller: watch pods: %w", err)
 	}
@@ -193,101 +199,13 @@ func (c *Controller) enqueueAfter(set *appsv1.StatefulSet, d time.Duration) {
 	c.queue.AddAfter(set.Namespace+"/"+set.Name, d)
 }
 
-// resolve returns the StatefulSet ref names, if it still exists with that
-// UID.
-func (c *Controller) resolve(namespace string, ref *metav1.OwnerReference) *appsv1.StatefulSet {
-	if ref == nil || ref.Kind != controllerKind.Kind {
-		return nil
-	}
-	set, err := c.setLister.StatefulSets(namespace).Get(ref.Name)
-	if err != nil || set.UID != ref.UID {
-		return nil
-	}
-	return set
-}
-
-// setsForPod returns the StatefulSets of pod's namespace whose selector
-// matches its labels.
-func (c *Controller) setsForPod(pod *corev1.Pod) []*appsv1.StatefulSet {
-	if len(pod.Labels) == 0 {
-		return nil
-	}
-	all, err := c.setLister.StatefulSets(pod.Namespace).List(labels.Everything())
-	if err != nil {
-		return nil
-	}
-	var out []*appsv1.StatefulSet
-	for _, set := range all {
-		sel, err := metav1.LabelSelectorAsSelector(set.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
-			continue
-		}
-		out = append(out, set)
-	}
-	return out
-}
-
-func (c *Controller) addPod(obj any) {
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	if pod.DeletionTimestamp != nil {
-		c.deletePod(pod)
-		return
-	}
-	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
-		if set := c.resolve(pod.Namespace, ref); set != nil {
-			c.enqueue(set)
-		}
-		return
-	}
-	for _, set := range c.setsForPod(pod) {
-		c.enqueue(set)
-	}
-}
-
-func (c *Controller) updatePod(oldObj, newObj any) {
+// podChanged looks at a StatefulSet again once its pod that just became
+// ready counts as available.
+func (c *Controller) podChanged(set *appsv1.StatefulSet, oldObj, curObj metav1.Object) {
 	old, ok1 := oldObj.(*corev1.Pod)
-	cur, ok2 := newObj.(*corev1.Pod)
-	if !ok1 || !ok2 || old.ResourceVersion == cur.ResourceVersion {
-		return
-	}
-	curRef, oldRef := metav1.GetControllerOfNoCopy(cur), metav1.GetControllerOfNoCopy(old)
-	refChanged := !reflect.DeepEqual(curRef, oldRef)
-	if refChanged && oldRef != nil {
-		if set := c.resolve(old.Namespace, oldRef); set != nil {
-			c.enqueue(set)
-		}
-	}
-	if curRef != nil {
-		set := c.resolve(cur.Namespace, curRef)
-		if set == nil {
-			return
-		}
-		c.enqueue(set)
-		if !controllerutil.IsPodReady(old) && controllerutil.IsPodReady(cur) && set.Spec.MinReadySeconds > 0 {
-			c.enqueueAfter(set, time.Duration(set.Spec.MinReadySeconds)*time.Second)
-		}
-		return
-	}
-	if refChanged || !reflect.DeepEqual(old.Labels, cur.Labels) {
-		for _, set := range c.setsForPod(cur) {
-			c.enqueue(set)
-		}
-	}
-}
-
-func (c *Controller) deletePod(obj any) {
-	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = tomb.Obj
-	}
-	pod, ok := obj.(*corev1.Pod)
-	if !ok {
-		return
-	}
-	if set := c.resolve(pod.Namespace, metav1.GetControllerOfNoCopy(pod)); set != nil {
-		c.enqueue(set)
+	cur, ok2 := curObj.(*corev1.Pod)
+	if ok1 && ok2 && !controllerutil.IsPodReady(old) && controllerutil.IsPodReady(cur) && set.Spec.MinReadySeconds > 0 {
+		c.enqueueAfter(set, time.Duration(set.Spec.MinReadySeconds)*time.Second)
 	}
 }
 

@@ -126,8 +126,12 @@ func New(client kubernetes.Interface, factory informers.SharedInformerFactory, r
 	c.revisions = c.router()
 	c.pods = c.router()
 	c.pods.TerminatingIsDeleted = true
-	c.pods.OnCreate = func(ds *appsv1.DaemonSet, _ metav1.Object) { c.expectations.CreationObserved(ds.Namespace + "/" + ds.Name) }
-	c.pods.OnDelete = func(ds *appsv1.DaemonSet, _ metav1.Object) { c.expectations.DeletionObserved(ds.Namespace + "/" + ds.Name) }
+	c.pods.OnCreate = func(ds *appsv1.DaemonSet, _ metav1.Object) {
+		c.expectations.CreationObserved(ds.Namespace + "/" + ds.Name)
+	}
+	c.pods.OnDelete = func(ds *appsv1.DaemonSet, _ metav1.Object) {
+		c.expectations.DeletionObserved(ds.Namespace + "/" + ds.Name)
+	}
 	c.pods.OnUpdate = c.podChanged
 	if err := controllerutil.AddPodControllerIndexer(podInf.Informer()); err != nil {
 		return nil, fmt.Errorf("daemonset controller: %w", err)

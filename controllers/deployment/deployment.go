@@ -71,12 +71,12 @@ type Controller struct {
 	recorder record.EventRecorder
 	clock    clock.WithTicker
 
-	dLister    appslisters.DeploymentLister
+	dLister appslisters.DeploymentLister
 	// replicaSets routes ReplicaSet events to their Deployments.
 	replicaSets *controllerutil.OwnerRouter[*appsv1.Deployment]
-	rsLister   appslisters.ReplicaSetLister
-	podIndexer cache.Indexer
-	synced     []cache.InformerSynced
+	rsLister    appslisters.ReplicaSetLister
+	podIndexer  cache.Indexer
+	synced      []cache.InformerSynced
 
 	queue workqueue.TypedRateLimitingInterface[string]
 }

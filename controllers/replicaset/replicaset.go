@@ -76,9 +76,9 @@ type Controller struct {
 	clock        clock.WithTicker
 	burst        int
 
-	rsLister   appslisters.ReplicaSetLister
+	rsLister appslisters.ReplicaSetLister
 	// pods routes pod events to their ReplicaSets.
-	pods *controllerutil.OwnerRouter[*appsv1.ReplicaSet]
+	pods       *controllerutil.OwnerRouter[*appsv1.ReplicaSet]
 	rsIndexer  cache.Indexer
 	podLister  corelisters.PodLister
 	podIndexer cache.Indexer

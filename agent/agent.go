@@ -90,6 +90,11 @@ type Agent struct {
 
 	ready chan struct{}
 
+	// nodeInformers watches this agent's own Node (watchNode starts it);
+	// housekeeping reads the Node from nodeInformer too.
+	nodeInformers informers.SharedInformerFactory
+	nodeInformer  cache.SharedIndexInformer
+
 	mu      sync.Mutex
 	podCIDR string
 }
@@ -107,6 +112,11 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 		deps.Clock = clock.RealClock{}
 	}
 	a := &Agent{cfg: cfg, deps: deps, ready: make(chan struct{})}
+	a.nodeInformers = informers.NewSharedInformerFactoryWithOptions(deps.Client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", cfg.NodeName).String()
+		}))
+	a.nodeInformer = a.nodeInformers.Core().V1().Nodes().Informer()
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: deps.Client.CoreV1().Events("")})
 	a.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: cfg.NodeName})
@@ -424,7 +434,7 @@ func (a *Agent) housekeeping(ctx context.Context) {
 	a.runtime.GCBackOff()
 	select {
 	case <-a.node.Registered():
-		node, err := a.deps.Client.CoreV1().Nodes().Get(ctx, a.cfg.NodeName, metav1.GetOptions{ResourceVersion: "0"})
+		node, err := a.ownNode(ctx)
 		if err == nil {
 			if err := a.pods.SyncMirrors(ctx, node.UID); err != nil {
 				logger.V(2).Info("Failed to sync mirror pods", "err", err)
@@ -432,6 +442,17 @@ func (a *Agent) housekeeping(ctx context.Context) {
 		}
 	default:
 	}
+}
+
+// ownNode returns this agent's Node from its watch, or from the apiserver
+// while the watch has not seen it yet.
+func (a *Agent) ownNode(ctx context.Context) (*corev1.Node, error) {
+	if obj, ok, _ := a.nodeInformer.GetStore().GetByKey(a.cfg.NodeName); ok {
+		if node, ok := obj.(*corev1.Node); ok {
+			return node, nil
+		}
+	}
+	return a.deps.Client.CoreV1().Nodes().Get(ctx, a.cfg.NodeName, metav1.GetOptions{ResourceVersion: "0"})
 }
 
 // watchNode writes the pod network config when the node gets its pod CIDR
@@ -447,11 +468,7 @@ func (a *Agent) watchNode(ctx context.Context) error {
 	}
 	logger := klog.FromContext(ctx)
 	name := a.cfg.NodeName
-	factory := informers.NewSharedInformerFactoryWithOptions(a.deps.Client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", name).String()
-		}))
-	inf := factory.Core().V1().Nodes().Informer()
+	inf := a.nodeInformer
 	kick := make(chan struct{}, 1)
 	poke := func(any) {
 		select {
@@ -465,8 +482,8 @@ func (a *Agent) watchNode(ctx context.Context) error {
 	}); err != nil {
 		return fmt.Errorf("watch node %s: %w", name, err)
 	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
+	a.nodeInformers.Start(ctx.Done())
+	defer a.nodeInformers.Shutdown()
 
 	for {
 		retry := 10 * time.Second

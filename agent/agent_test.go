@@ -534,3 +534,41 @@ func TestRunHoldsPodsUntilPodsAfter(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// Housekeeping keeps mirror pods with the Node from the agent's watch of
+// it: no request for the Node every 2 s.
+func TestHousekeepingReadsTheWatchedNode(t *testing.T) {
+	ta := newTestAgent(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node1", UID: "node-uid"}}
+	if _, err := ta.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = ta.a.node.Run(ctx) }()
+	done := make(chan struct{})
+	go func() { _ = ta.a.watchNode(ctx); close(done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok, _ := ta.a.nodeInformer.GetStore().GetByKey("node1"); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the node watch did not see the node")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	ta.a.workers = newPodWorkers(ctx, ta.a.syncPod)
+	ta.client.ClearActions()
+	ta.a.housekeeping(ctx)
+	for _, act := range ta.client.Actions() {
+		if act.GetVerb() == "get" && act.GetResource().Resource == "nodes" {
+			t.Errorf("housekeeping read the Node from the apiserver: %v", act)
+		}
+	}
+	if got, err := ta.a.ownNode(ctx); err != nil || got.UID != "node-uid" {
+		t.Errorf("ownNode = %v, %v", got, err)
+	}
+	cancel()
+	<-done
+}

@@ -11,9 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
@@ -162,18 +164,52 @@ type controlPlaneLabeler struct {
 }
 
 func (l *controlPlaneLabeler) Run(ctx context.Context) error {
-	patch := []byte(`{"metadata":{"labels":{"node-role.kubernetes.io/control-plane":"true"}}}`)
-	return wait.PollUntilContextCancel(ctx, 2*time.Second, true, func(ctx context.Context) (bool, error) {
-		node, err := l.client.CoreV1().Nodes().Get(ctx, l.nodeName, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
+	return l.run(ctx, 2*time.Second)
+}
+
+// run watches the node and labels it whenever it is seen without the
+// label (a node registering again comes back without it); a failed patch
+// is tried again after retry.
+func (l *controlPlaneLabeler) run(ctx context.Context, retry time.Duration) error {
+	factory := informers.NewSharedInformerFactoryWithOptions(l.client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", l.nodeName).String()
+		}))
+	inf := factory.Core().V1().Nodes().Informer()
+	kick := make(chan struct{}, 1)
+	poke := func(any) {
+		select {
+		case kick <- struct{}{}:
+		default:
 		}
-		if node.Labels["node-role.kubernetes.io/control-plane"] == "true" {
-			return false, nil // keep watching: a re-registered node loses nothing, but check again
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    poke,
+		UpdateFunc: func(_, obj any) { poke(obj) },
+	}); err != nil {
+		return fmt.Errorf("watch node %s: %w", l.nodeName, err)
+	}
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+
+	patch := []byte(`{"metadata":{"labels":{"node-role.kubernetes.io/control-plane":"true"}}}`)
+	var again <-chan time.Time
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-kick:
+		case <-again:
+		}
+		again = nil
+		obj, ok, _ := inf.GetStore().GetByKey(l.nodeName)
+		node, isNode := obj.(*corev1.Node)
+		if !ok || !isNode || node.Labels["node-role.kubernetes.io/control-plane"] == "true" {
+			continue
 		}
 		if _, err := l.client.CoreV1().Nodes().Patch(ctx, l.nodeName, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			klog.FromContext(ctx).V(2).Info("Could not label the control-plane node yet", "err", err)
+			again = time.After(retry)
 		}
-		return false, nil
-	})
+	}
 }

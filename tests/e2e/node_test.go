@@ -61,6 +61,30 @@ func TestNode(t *testing.T) {
 	c := s.Client(t)
 	ctx := context.Background()
 
+	t.Run("the node's labels, the control-plane role among them", func(t *testing.T) {
+		want := map[string]string{
+			corev1.LabelHostname:                    framework.NodeName,
+			corev1.LabelOSStable:                    "linux",
+			"node-role.kubernetes.io/control-plane": "true",
+		}
+		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+			n, err := c.CoreV1().Nodes().Get(ctx, framework.NodeName, metav1.GetOptions{})
+			if err != nil {
+				return false, nil
+			}
+			for k, v := range want {
+				if n.Labels[k] != v {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+		if err != nil {
+			n, _ := c.CoreV1().Nodes().Get(ctx, framework.NodeName, metav1.GetOptions{})
+			t.Fatalf("node labels %v, want %v among them", n.GetLabels(), want)
+		}
+	})
+
 	t.Run("two containers: logs, exec, port-forward, pod IP", func(t *testing.T) {
 		create(t, c, newPod("two",
 			corev1.Container{Name: "web", Image: testapp, ImagePullPolicy: corev1.PullNever, Ports: []corev1.ContainerPort{{ContainerPort: 8080}}},

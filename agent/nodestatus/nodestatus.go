@@ -240,8 +240,8 @@ func (m *Manager) update(ctx context.Context) error {
 	// As kubelet: a few immediate tries, each from a fresh read, rather
 	// than waiting a whole status period after a failure.
 	var err error
-	for range statusUpdateTries {
-		if err = m.tryUpdate(ctx); err == nil || ctx.Err() != nil {
+	for try := range statusUpdateTries {
+		if err = m.tryUpdate(ctx, try); err == nil || ctx.Err() != nil {
 			return err
 		}
 	}
@@ -258,8 +258,15 @@ const statusUpdateTries = 5
 // node's spec (the node-lifecycle controller adding or removing a taint)
 // neither conflicts with it nor reads as the node changing its own taints,
 // which the NodeRestriction admission plugin refuses.
-func (m *Manager) tryUpdate(ctx context.Context) error {
-	node, err := m.client.CoreV1().Nodes().Get(ctx, m.cfg.NodeName, metav1.GetOptions{})
+//
+// The first try reads the node from the apiserver's watch cache, the
+// others from etcd, as kubelet's do.
+func (m *Manager) tryUpdate(ctx context.Context, try int) error {
+	opts := metav1.GetOptions{}
+	if try == 0 {
+		opts.ResourceVersion = "0"
+	}
+	node, err := m.client.CoreV1().Nodes().Get(ctx, m.cfg.NodeName, opts)
 	if apierrors.IsNotFound(err) {
 		// Deleted behind our back: register again.
 		return m.register(ctx)

@@ -449,10 +449,18 @@ func TestUpdateSendsOnlyStatusAndRetries(t *testing.T) {
 	if !failed || statusPosts(client) != 2 {
 		t.Errorf("status posts: %d (first failed: %v), want a failed one and a retry", statusPosts(client), failed)
 	}
+	var reads []string
 	for _, a := range client.Actions() {
 		if a.GetVerb() == "update" {
 			t.Errorf("the node was written whole: %v", a)
 		}
+		if g, ok := a.(k8stesting.GetActionImpl); ok && g.GetResource().Resource == "nodes" {
+			reads = append(reads, g.GetOptions.ResourceVersion)
+		}
+	}
+	// As kubelet: the first try reads the watch cache, the retry etcd.
+	if len(reads) != 2 || reads[0] != "0" || reads[1] != "" {
+		t.Errorf("node reads with resourceVersions %q, want [\"0\" \"\"]", reads)
 	}
 	got, err := client.Tracker().Get(corev1.SchemeGroupVersion.WithResource("nodes"), "", "node1")
 	if err != nil {

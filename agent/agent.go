@@ -11,14 +11,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -32,6 +29,7 @@ import (
 	"github.com/k1s/k1s/agent/podstatus"
 	"github.com/k1s/k1s/agent/prober"
 	"github.com/k1s/k1s/agent/status"
+	"github.com/k1s/k1s/internal/nodewatch"
 )
 
 // VolumeManager prepares and tears down pods' volumes.
@@ -90,10 +88,9 @@ type Agent struct {
 
 	ready chan struct{}
 
-	// nodeInformers watches this agent's own Node (watchNode starts it);
-	// housekeeping reads the Node from nodeInformer too.
-	nodeInformers informers.SharedInformerFactory
-	nodeInformer  cache.SharedIndexInformer
+	// nodeWatch watches this agent's own Node (watchNode runs it);
+	// housekeeping reads the Node from it too.
+	nodeWatch *nodewatch.Watch
 
 	mu      sync.Mutex
 	podCIDR string
@@ -112,17 +109,15 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 		deps.Clock = clock.RealClock{}
 	}
 	a := &Agent{cfg: cfg, deps: deps, ready: make(chan struct{})}
-	a.nodeInformers = informers.NewSharedInformerFactoryWithOptions(deps.Client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", cfg.NodeName).String()
-		}))
-	a.nodeInformer = a.nodeInformers.Core().V1().Nodes().Informer()
+	var err error
+	if a.nodeWatch, err = nodewatch.New(deps.Client, cfg.NodeName); err != nil {
+		return nil, err
+	}
 	broadcaster := record.NewBroadcaster()
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: deps.Client.CoreV1().Events("")})
 	a.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: cfg.NodeName})
 
 	hostname, _ := os.Hostname()
-	var err error
 	a.runtime, err = kuberuntime.New(kuberuntime.Config{
 		NodeName:       cfg.NodeName,
 		NodeIPs:        cfg.NodeIPs,
@@ -447,10 +442,8 @@ func (a *Agent) housekeeping(ctx context.Context) {
 // ownNode returns this agent's Node from its watch, or from the apiserver
 // while the watch has not seen it yet.
 func (a *Agent) ownNode(ctx context.Context) (*corev1.Node, error) {
-	if obj, ok, _ := a.nodeInformer.GetStore().GetByKey(a.cfg.NodeName); ok {
-		if node, ok := obj.(*corev1.Node); ok {
-			return node, nil
-		}
+	if node, ok := a.nodeWatch.Node(); ok {
+		return node, nil
 	}
 	return a.deps.Client.CoreV1().Nodes().Get(ctx, a.cfg.NodeName, metav1.GetOptions{ResourceVersion: "0"})
 }
@@ -467,28 +460,11 @@ func (a *Agent) watchNode(ctx context.Context) error {
 		return nil
 	}
 	logger := klog.FromContext(ctx)
-	name := a.cfg.NodeName
-	inf := a.nodeInformer
-	kick := make(chan struct{}, 1)
-	poke := func(any) {
-		select {
-		case kick <- struct{}{}:
-		default:
-		}
-	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    poke,
-		UpdateFunc: func(_, obj any) { poke(obj) },
-	}); err != nil {
-		return fmt.Errorf("watch node %s: %w", name, err)
-	}
-	a.nodeInformers.Start(ctx.Done())
-	defer a.nodeInformers.Shutdown()
+	defer a.nodeWatch.Start(ctx)()
 
 	for {
 		retry := 10 * time.Second
-		obj, ok, _ := inf.GetStore().GetByKey(name)
-		if node, isNode := obj.(*corev1.Node); ok && isNode && node.Spec.PodCIDR != "" && a.deps.Network != nil {
+		if node, ok := a.nodeWatch.Node(); ok && node.Spec.PodCIDR != "" && a.deps.Network != nil {
 			a.mu.Lock()
 			changed := node.Spec.PodCIDR != a.podCIDR
 			a.mu.Unlock()
@@ -509,7 +485,7 @@ func (a *Agent) watchNode(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-kick:
+		case <-a.nodeWatch.Changed():
 		case <-a.deps.Clock.After(retry):
 		}
 	}

@@ -550,7 +550,7 @@ func TestHousekeepingReadsTheWatchedNode(t *testing.T) {
 	go func() { _ = ta.a.watchNode(ctx); close(done) }()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		if _, ok, _ := ta.a.nodeInformer.GetStore().GetByKey("node1"); ok {
+		if _, ok := ta.a.nodeWatch.Node(); ok {
 			break
 		}
 		if time.Now().After(deadline) {

@@ -10,12 +10,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
@@ -24,6 +21,7 @@ import (
 	agentserver "github.com/k1s/k1s/agent/server"
 	"github.com/k1s/k1s/embed/containerd"
 	"github.com/k1s/k1s/internal/images"
+	"github.com/k1s/k1s/internal/nodewatch"
 	"github.com/k1s/k1s/server/pki"
 )
 
@@ -171,26 +169,11 @@ func (l *controlPlaneLabeler) Run(ctx context.Context) error {
 // label (a node registering again comes back without it); a failed patch
 // is tried again after retry.
 func (l *controlPlaneLabeler) run(ctx context.Context, retry time.Duration) error {
-	factory := informers.NewSharedInformerFactoryWithOptions(l.client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", l.nodeName).String()
-		}))
-	inf := factory.Core().V1().Nodes().Informer()
-	kick := make(chan struct{}, 1)
-	poke := func(any) {
-		select {
-		case kick <- struct{}{}:
-		default:
-		}
+	w, err := nodewatch.New(l.client, l.nodeName)
+	if err != nil {
+		return err
 	}
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    poke,
-		UpdateFunc: func(_, obj any) { poke(obj) },
-	}); err != nil {
-		return fmt.Errorf("watch node %s: %w", l.nodeName, err)
-	}
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
+	defer w.Start(ctx)()
 
 	patch := []byte(`{"metadata":{"labels":{"node-role.kubernetes.io/control-plane":"true"}}}`)
 	var again <-chan time.Time
@@ -198,13 +181,12 @@ func (l *controlPlaneLabeler) run(ctx context.Context, retry time.Duration) erro
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-kick:
+		case <-w.Changed():
 		case <-again:
 		}
 		again = nil
-		obj, ok, _ := inf.GetStore().GetByKey(l.nodeName)
-		node, isNode := obj.(*corev1.Node)
-		if !ok || !isNode || node.Labels["node-role.kubernetes.io/control-plane"] == "true" {
+		node, ok := w.Node()
+		if !ok || node.Labels["node-role.kubernetes.io/control-plane"] == "true" {
 			continue
 		}
 		if _, err := l.client.CoreV1().Nodes().Patch(ctx, l.nodeName, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {

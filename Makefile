@@ -38,8 +38,11 @@ build: assets
 
 assets: shim pause-image
 
+# The shim is built with Go's previous garbage collector: the "green tea"
+# collector, the default since Go 1.26, keeps ~0.1 MB more per shim, i.e.
+# per pod (docs/BENCHMARKS.md). k1s itself keeps the default.
 shim:
-	$(GO) build -tags $(TAGS) $(SMALL) -o $(SHIM) ./embed/containerd/shim
+	GOEXPERIMENT=nogreenteagc $(GO) build -tags $(TAGS) $(SMALL) -o $(SHIM) ./embed/containerd/shim
 
 mkimage:
 	$(GO) build $(SMALL) -o $(MKIMAGE) ./internal/ociimage/cmd/mkimage

@@ -44,8 +44,10 @@ func main() {
 	pods := flag.Int("pods", 10000, "pending pods")
 	workers := flag.Int("workers", 64, "parallel creates")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the scheduling phase (whole process) here")
+	memProfile := flag.String("memprofile", "", "write heap profiles (allocations) taken at the start and the end of the scheduling phase to FILE.start and FILE.end (compare with pprof -base)")
+	ownWatch := flag.Bool("own-watch", false, "count bindings through a second pod watch over TLS instead of the scheduler's shared informer")
 	flag.Parse()
-	if err := run(*nodes, *pods, *workers, *cpuProfile); err != nil {
+	if err := run(*nodes, *pods, *workers, *cpuProfile, *memProfile, *ownWatch); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -102,7 +104,7 @@ func pod(name string) *corev1.Pod {
 	}
 }
 
-func run(nNodes, nPods, workers int, cpuProfile string) error {
+func run(nNodes, nPods, workers int, cpuProfile, memProfile string, ownWatch bool) error {
 	klog.SetOutput(os.Stderr)
 	dir, err := os.MkdirTemp("", "k1s-sched-bench")
 	if err != nil {
@@ -182,14 +184,16 @@ func run(nNodes, nPods, workers int, cpuProfile string) error {
 	}
 	fmt.Printf("%d pending pods created in %v\n", nPods, time.Since(start).Round(time.Millisecond))
 
-	// Count bindings as the pods' watch shows them.
+	// Count bindings as the pods' watch shows them: by default through
+	// the scheduler's own shared pod informer, as upstream's
+	// scheduler_perf counts them (one watch of the pods, which the
+	// scheduler needs anyway); -own-watch counts through a second watch
+	// over TLS, as this benchmark did up to session 6.
 	var bound atomic.Int64
 	var mu sync.Mutex
 	var stamps []time.Time
 	allBound := make(chan struct{})
-	factory := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithNamespace("default"))
-	inf := factory.Core().V1().Pods().Informer()
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	counter := cache.ResourceEventHandlerFuncs{
 		UpdateFunc: func(oldObj, newObj any) {
 			o, n := oldObj.(*corev1.Pod), newObj.(*corev1.Pod)
 			if o.Spec.NodeName == "" && n.Spec.NodeName != "" {
@@ -201,12 +205,26 @@ func run(nNodes, nPods, workers int, cpuProfile string) error {
 				}
 			}
 		},
-	}); err != nil {
-		return err
 	}
-	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return errors.New("pod informer did not sync")
+	controllers := []manager.Controller{scheduler.Descriptor(scheduler.Config{})}
+	if ownWatch {
+		factory := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithNamespace("default"))
+		inf := factory.Core().V1().Pods().Informer()
+		if _, err := inf.AddEventHandler(counter); err != nil {
+			return err
+		}
+		factory.Start(ctx.Done())
+		if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+			return errors.New("pod informer did not sync")
+		}
+	} else {
+		controllers = append(controllers, manager.Controller{
+			Name: "bench-binding-counter", ServiceAccount: scheduler.ServiceAccount,
+			Start: func(_ context.Context, cc manager.ControllerContext) error {
+				_, err := cc.InformerFactory.Core().V1().Pods().Informer().AddEventHandler(counter)
+				return err
+			},
+		})
 	}
 
 	if cpuProfile != "" {
@@ -220,6 +238,11 @@ func run(nNodes, nPods, workers int, cpuProfile string) error {
 		}
 		defer pprof.StopCPUProfile()
 	}
+	if memProfile != "" {
+		if err := writeHeapProfile(memProfile + ".start"); err != nil {
+			return err
+		}
+	}
 	var cpuBefore, cpuAfter syscallRusage
 	cpuBefore.read()
 	schedStart := time.Now()
@@ -227,7 +250,7 @@ func run(nNodes, nPods, workers int, cpuProfile string) error {
 	scm.LeaderElect = false
 	// As k1s server runs its scheduler: calling the apiserver in process.
 	scm.InProcess = srv.InProcessClientConfig
-	m, err := manager.New(scm, rc, scheduler.Descriptor(scheduler.Config{}))
+	m, err := manager.New(scm, rc, controllers...)
 	if err != nil {
 		return err
 	}
@@ -247,6 +270,11 @@ func run(nNodes, nPods, workers int, cpuProfile string) error {
 	}
 	end := time.Now()
 	cpuAfter.read()
+	if memProfile != "" {
+		if err := writeHeapProfile(memProfile + ".end"); err != nil {
+			return err
+		}
+	}
 
 	mu.Lock()
 	sort.Slice(stamps, func(i, j int) bool { return stamps[i].Before(stamps[j]) })
@@ -273,4 +301,18 @@ func run(nNodes, nPods, workers int, cpuProfile string) error {
 	fmt.Printf("process CPU while scheduling:      %.1f s user+sys over %.1f s wall (%d CPUs)\n",
 		cpuAfter.seconds()-cpuBefore.seconds(), end.Sub(schedStart).Seconds(), runtime.NumCPU())
 	return nil
+}
+
+// writeHeapProfile writes the heap profile, with every allocation since
+// the start of the process, to path.
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return f.Close()
 }

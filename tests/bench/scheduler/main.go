@@ -46,8 +46,9 @@ func main() {
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the scheduling phase (whole process) here")
 	memProfile := flag.String("memprofile", "", "write heap profiles (allocations) taken at the start and the end of the scheduling phase to FILE.start and FILE.end (compare with pprof -base)")
 	ownWatch := flag.Bool("own-watch", false, "count bindings through a second pod watch over TLS instead of the scheduler's shared informer")
+	bindOnly := flag.Bool("bind-only", false, "no scheduler: bind the pods round-robin to the nodes from -workers goroutines, in process with the scheduler's identity, to measure what the apiserver and etcd alone allow")
 	flag.Parse()
-	if err := run(*nodes, *pods, *workers, *cpuProfile, *memProfile, *ownWatch); err != nil {
+	if err := run(*nodes, *pods, *workers, *cpuProfile, *memProfile, *ownWatch, *bindOnly); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -104,7 +105,7 @@ func pod(name string) *corev1.Pod {
 	}
 }
 
-func run(nNodes, nPods, workers int, cpuProfile, memProfile string, ownWatch bool) error {
+func run(nNodes, nPods, workers int, cpuProfile, memProfile string, ownWatch, bindOnly bool) error {
 	klog.SetOutput(os.Stderr)
 	dir, err := os.MkdirTemp("", "k1s-sched-bench")
 	if err != nil {
@@ -207,6 +208,9 @@ func run(nNodes, nPods, workers int, cpuProfile, memProfile string, ownWatch boo
 		},
 	}
 	controllers := []manager.Controller{scheduler.Descriptor(scheduler.Config{})}
+	if bindOnly {
+		controllers = []manager.Controller{binder(nNodes, nPods, workers)}
+	}
 	if ownWatch {
 		factory := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithNamespace("default"))
 		inf := factory.Core().V1().Pods().Informer()
@@ -300,6 +304,10 @@ func run(nNodes, nPods, workers int, cpuProfile, memProfile string, ownWatch boo
 	}
 	fmt.Printf("process CPU while scheduling:      %.1f s user+sys over %.1f s wall (%d CPUs)\n",
 		cpuAfter.seconds()-cpuBefore.seconds(), end.Sub(schedStart).Seconds(), runtime.NumCPU())
+	if evs, err := c.CoreV1().Events("default").List(ctx, metav1.ListOptions{ResourceVersion: "0"}); err == nil {
+		// client-go's event recorder drops what overflows its queue.
+		fmt.Printf("events in default at the end:      %d\n", len(evs.Items))
+	}
 	return nil
 }
 
@@ -315,4 +323,46 @@ func writeHeapProfile(path string) error {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// binder stands in for the scheduler with -bind-only: once the pods are
+// listed, it sends the same pods/binding requests the scheduler would,
+// with the scheduler's client settings and credentials, choosing nodes
+// round-robin.
+func binder(nNodes, nPods, workers int) manager.Controller {
+	return manager.Controller{
+		Name: "bench-binder", ServiceAccount: scheduler.ServiceAccount,
+		Start: func(_ context.Context, cc manager.ControllerContext) error {
+			rc, err := cc.ClientConfig()
+			if err != nil {
+				return err
+			}
+			rc.QPS, rc.Burst = -1, 0
+			rc.ContentType = k8sruntime.ContentTypeProtobuf
+			rc.AcceptContentTypes = k8sruntime.ContentTypeProtobuf + "," + k8sruntime.ContentTypeJSON
+			client, err := kubernetes.NewForConfig(rc)
+			if err != nil {
+				return err
+			}
+			pods := cc.InformerFactory.Core().V1().Pods()
+			pods.Informer()
+			cc.Go(func(ctx context.Context) error {
+				if !cache.WaitForCacheSync(ctx.Done(), pods.Informer().HasSynced) {
+					return ctx.Err()
+				}
+				return parallel(nPods, workers, func(i int) error {
+					name := fmt.Sprintf("pod-%05d", i)
+					p, err := pods.Lister().Pods("default").Get(name)
+					if err != nil {
+						return err
+					}
+					return client.CoreV1().Pods("default").Bind(ctx, &corev1.Binding{
+						ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: p.UID},
+						Target:     corev1.ObjectReference{Kind: "Node", Name: fmt.Sprintf("node-%04d", i%nNodes)},
+					}, metav1.CreateOptions{})
+				})
+			})
+			return nil
+		},
+	}
 }

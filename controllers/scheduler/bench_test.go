@@ -3,8 +3,10 @@ package scheduler
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -36,6 +38,72 @@ func BenchmarkSchedulingCycle(b *testing.B) {
 		ap.Spec.NodeName = node
 		if err := s.cache.assume(newPodInfo(&ap)); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestCyclesReuseBuffers runs cycles of different outcomes one after the
+// other on one scheduler, whose scratch slices carry over: each cycle's
+// answer must be what it would be on its own.
+func TestCyclesReuseBuffers(t *testing.T) {
+	cfg := Config{}
+	cfg.SetDefaults()
+	s := &Scheduler{cfg: cfg, cache: newSchedCache(), snap: newSnapshot(), nominator: newNominator(),
+		par: newParallelizer(cfg.Parallelism), rnd: rand.New(rand.NewPCG(1, 2))}
+	for i := 0; i < 150; i++ {
+		disk := "hdd"
+		if i%10 == 0 {
+			disk = "ssd"
+		}
+		s.cache.addNode(makeNode(fmt.Sprintf("node-%03d", i), "4", "16Gi", nodeLabels("disk", disk)))
+	}
+	s.cache.update(s.snap)
+	cases := []struct {
+		pod     *corev1.Pod
+		wantErr string // "" when the pod must fit
+		fits    func(node string) bool
+	}{
+		{pod: makePod("any", requests("cpu", "100m")), fits: func(string) bool { return true }},
+		{pod: makePod("ssd", nodeSelector("disk", "ssd")), fits: func(n string) bool { return strings.HasSuffix(n, "0") }},
+		{pod: makePod("nvme", nodeSelector("disk", "nvme")), wantErr: "0/150 nodes are available: 150 node(s) didn't match Pod's node affinity/selector."},
+		{pod: makePod("big", requests("cpu", "5")), wantErr: "0/150 nodes are available: 150 Insufficient cpu."},
+		{pod: makePod("ssd-again", nodeSelector("disk", "ssd")), fits: func(n string) bool { return strings.HasSuffix(n, "0") }},
+		{pod: makePod("any-again"), fits: func(string) bool { return true }},
+	}
+	for _, tc := range cases {
+		node, fe, err := s.findNode(newPodInfo(tc.pod), s.nominator.snapshot())
+		if err != nil {
+			t.Fatalf("%s: %v", tc.pod.Name, err)
+		}
+		switch {
+		case tc.wantErr != "":
+			if fe == nil || fe.fitError == nil {
+				t.Fatalf("%s: placed on %q, want %q", tc.pod.Name, node, tc.wantErr)
+			}
+			if got := fe.fitError.Error(); got != tc.wantErr {
+				t.Errorf("%s: %q, want %q", tc.pod.Name, got, tc.wantErr)
+			}
+		case fe != nil:
+			t.Errorf("%s: not placed: %v", tc.pod.Name, fe.fitError)
+		case !tc.fits(node):
+			t.Errorf("%s: placed on %s, which it does not fit", tc.pod.Name, node)
+		}
+	}
+}
+
+func TestReuse(t *testing.T) {
+	buf := []int{1, 2, 3, 4}
+	got := reuse(&buf, 3)
+	if len(got) != 3 || got[0] != 0 || got[2] != 0 || &got[0] != &buf[0] {
+		t.Errorf("reuse within capacity: %v (same array %v)", got, &got[0] == &buf[0])
+	}
+	got = reuse(&buf, 6)
+	if len(got) != 6 || cap(buf) < 6 || &got[0] != &buf[0] {
+		t.Errorf("reuse beyond capacity: %v, buf cap %d", got, cap(buf))
+	}
+	for _, v := range got {
+		if v != 0 {
+			t.Fatalf("reuse beyond capacity not zeroed: %v", got)
 		}
 	}
 }

@@ -58,6 +58,7 @@ type Scheduler struct {
 	par       parallelizer
 	rnd       *rand.Rand
 	nextStart int
+	buf       cycleBuffers
 
 	inFlight chan struct{}
 	wg       sync.WaitGroup
@@ -397,8 +398,8 @@ func (s *Scheduler) findNode(pi *podInfo, nominated map[string][]*podInfo) (stri
 		return "", &failure{fitError: fe, cs: cs}, nil
 	}
 	want := numFeasibleNodesToFind(s.cfg.PercentageOfNodesToScore, len(nodes))
-	feasible := make([]*nodeInfo, want)
-	statuses := make([]*status, len(nodes))
+	feasible := reuse(&s.buf.feasible, want)
+	statuses := reuse(&s.buf.statuses, len(nodes))
 	var mu sync.Mutex
 	found, processed := 0, 0
 	start := s.nextStart % len(nodes)
@@ -436,7 +437,27 @@ func (s *Scheduler) findNode(pi *podInfo, nominated map[string][]*podInfo) (stri
 	if err != nil {
 		return "", nil, err
 	}
-	return selectHost(feasible, prioritize(plugins, feasible, s.par), s.rnd).name, nil, nil
+	return selectHost(feasible, prioritize(plugins, feasible, s.par, &s.buf.scores), s.rnd).name, nil, nil
+}
+
+// cycleBuffers are a scheduling cycle's scratch slices, kept from one
+// cycle to the next: with a thousand nodes they were most of what a cycle
+// allocated. Cycles run one at a time and nothing keeps these slices past
+// its cycle.
+type cycleBuffers struct {
+	feasible []*nodeInfo
+	statuses []*status
+	scores   []int64
+}
+
+// reuse returns (*buf)[:n] zeroed, growing *buf first when it is too short.
+func reuse[T any](buf *[]T, n int) []T {
+	if cap(*buf) < n {
+		*buf = make([]T, n)
+	}
+	s := (*buf)[:n]
+	clear(s)
+	return s
 }
 
 // numFeasibleNodesToFind is how many feasible nodes are enough to stop

@@ -65,12 +65,18 @@ func scorePlugins(cs *cycleState, feasible []*nodeInfo, snap *snapshot, ns names
 	return out, nil
 }
 
-// prioritize returns each node's weighted total over the plugins.
-func prioritize(plugins []scorePlugin, nodes []*nodeInfo, par parallelizer) []int64 {
-	totals := make([]int64, len(nodes))
+// prioritize returns each node's weighted total over the plugins. Its
+// slices are made in *buf (nil: new ones), which the next call reuses.
+func prioritize(plugins []scorePlugin, nodes []*nodeInfo, par parallelizer, buf *[]int64) []int64 {
+	if buf == nil {
+		buf = new([]int64)
+	}
+	n := len(nodes)
+	all := reuse(buf, (len(plugins)+1)*n)
+	totals := all[:n:n]
 	scores := make([][]int64, len(plugins))
 	for i := range scores {
-		scores[i] = make([]int64, len(nodes))
+		scores[i] = all[(i+1)*n : (i+2)*n : (i+2)*n]
 	}
 	par.until(len(nodes), func(j int) bool {
 		for i := range plugins {

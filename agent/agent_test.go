@@ -22,6 +22,7 @@ import (
 
 	"github.com/k1s/k1s/agent/kuberuntime"
 	"github.com/k1s/k1s/agent/volume"
+	"github.com/k1s/k1s/internal/fakecri"
 )
 
 // fakeVolumes records what the agent asked of its volume manager.
@@ -64,7 +65,7 @@ func (v *fakeVolumes) CleanupOrphans(_ context.Context, active sets.Set[types.UI
 type testAgent struct {
 	a      *Agent
 	client *fake.Clientset
-	rt     *fakeRuntime
+	rt     *fakecri.Runtime
 	vols   *fakeVolumes
 	clock  *testingclock.FakeClock
 }
@@ -74,8 +75,8 @@ var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 func newTestAgent(t *testing.T) *testAgent {
 	t.Helper()
 	clk := testingclock.NewFakeClock(t0)
-	ta := &testAgent{client: fake.NewClientset(), rt: newFakeRuntime(clk), vols: &fakeVolumes{}, clock: clk}
-	images := newFakeImages("k1s.local/busybox:1.36")
+	ta := &testAgent{client: fake.NewClientset(), rt: fakecri.NewRuntime(clk), vols: &fakeVolumes{}, clock: clk}
+	images := fakecri.NewImages("k1s.local/busybox:1.36")
 	a, err := New(Config{
 		NodeName: "node1", NodeIPs: []net.IP{net.ParseIP("192.168.5.10")},
 		RuntimeEndpoint: "unix:///run/fake.sock", DataDir: t.TempDir(),
@@ -117,9 +118,9 @@ func (ta *testAgent) status(t *testing.T, uid types.UID) corev1.PodStatus {
 
 func (ta *testAgent) containerID(t *testing.T) string {
 	t.Helper()
-	ta.rt.mu.Lock()
-	defer ta.rt.mu.Unlock()
-	for id := range ta.rt.containers {
+	ta.rt.Lock()
+	defer ta.rt.Unlock()
+	for id := range ta.rt.Containers {
 		return id
 	}
 	t.Fatal("no container")
@@ -180,7 +181,7 @@ func TestSyncPodRequeuesSoonWhileWaiting(t *testing.T) {
 			if st.Phase != corev1.PodPending || w == nil || w.Reason != tt.wantReason {
 				t.Errorf("phase %s, waiting %+v; want Pending and %s", st.Phase, w, tt.wantReason)
 			}
-			if got := ta.rt.callsOf("RunPodSandbox") > 0; got != tt.wantRunPod {
+			if got := ta.rt.CallsOf("RunPodSandbox") > 0; got != tt.wantRunPod {
 				t.Errorf("sandbox created = %v, want %v", got, tt.wantRunPod)
 			}
 		})
@@ -193,7 +194,7 @@ func TestSyncPodFinishedPodReleasesItsSandbox(t *testing.T) {
 	ta.a.pods.SetAPIPod(pod)
 	ctx := context.Background()
 	ta.a.syncPod(ctx, pod)
-	ta.rt.exit(t, ta.containerID(t), 0)
+	ta.rt.Exit(t, ta.containerID(t), 0)
 
 	requeue, finished := ta.a.syncPod(ctx, pod)
 	if requeue != 0 || finished {
@@ -202,17 +203,17 @@ func TestSyncPodFinishedPodReleasesItsSandbox(t *testing.T) {
 	if st := ta.status(t, pod.UID); st.Phase != corev1.PodSucceeded {
 		t.Fatalf("phase = %s, want Succeeded", st.Phase)
 	}
-	for id, sb := range ta.rt.sandboxes {
-		if sb.state != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+	for id, sb := range ta.rt.Sandboxes {
+		if sb.State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
 			t.Errorf("sandbox %s of a finished pod still ready", id)
 		}
 	}
-	ta.rt.resetCalls()
+	ta.rt.ResetCalls()
 	if requeue, _ := ta.a.syncPod(ctx, pod); requeue != 0 {
 		t.Errorf("finished pod requeued after %v", requeue)
 	}
 	for _, call := range []string{"RunPodSandbox", "CreateContainer", "StartContainer"} {
-		if n := ta.rt.callsOf(call); n != 0 {
+		if n := ta.rt.CallsOf(call); n != 0 {
 			t.Errorf("a finished pod ran again: %s × %d", call, n)
 		}
 	}
@@ -240,11 +241,11 @@ func TestTerminateDeletedPod(t *testing.T) {
 	if requeue != 0 || !finished {
 		t.Fatalf("syncPod = %v, %v; want the worker finished", requeue, finished)
 	}
-	if got, ok := ta.rt.stops[id]; !ok || got != 10 {
+	if got, ok := ta.rt.Stops[id]; !ok || got != 10 {
 		t.Errorf("container stopped with %d (stopped %v), want the deletion grace 10", got, ok)
 	}
-	if len(ta.rt.containers) != 0 || len(ta.rt.sandboxes) != 0 {
-		t.Errorf("left in the runtime: %d containers, %d sandboxes", len(ta.rt.containers), len(ta.rt.sandboxes))
+	if len(ta.rt.Containers) != 0 || len(ta.rt.Sandboxes) != 0 {
+		t.Errorf("left in the runtime: %d containers, %d sandboxes", len(ta.rt.Containers), len(ta.rt.Sandboxes))
 	}
 	if len(ta.vols.torn) != 1 || ta.vols.torn[0] != pod.UID {
 		t.Errorf("volumes torn down for %v", ta.vols.torn)
@@ -282,10 +283,10 @@ func TestTerminatePodGoneFromTheAPI(t *testing.T) {
 	if requeue != 0 || !finished {
 		t.Fatalf("syncPod = %v, %v; want finished", requeue, finished)
 	}
-	if got := ta.rt.stops[id]; got != 30 {
+	if got := ta.rt.Stops[id]; got != 30 {
 		t.Errorf("stopped with %ds, want the default 30", got)
 	}
-	if len(ta.rt.containers) != 0 || len(ta.rt.sandboxes) != 0 {
+	if len(ta.rt.Containers) != 0 || len(ta.rt.Sandboxes) != 0 {
 		t.Errorf("left in the runtime")
 	}
 	if _, ok := ta.a.statuses.GetPodStatus(pod.UID); ok {
@@ -306,7 +307,7 @@ func TestTerminateRetriesOnRuntimeErrors(t *testing.T) {
 	ta.a.syncPod(ctx, pod)
 	ta.a.pods.DeleteAPIPod(pod)
 	for _, method := range []string{"ListPodSandbox", "StopContainer", "RemovePodSandbox"} {
-		ta.rt.inject(method, errors.New("runtime busy"))
+		ta.rt.Inject(method, errors.New("runtime busy"))
 		if requeue, finished := ta.a.syncPod(ctx, pod); requeue != 2*time.Second || finished {
 			t.Errorf("%s failing: syncPod = %v, %v; want a retry in 2s", method, requeue, finished)
 		}
@@ -320,7 +321,7 @@ func TestHealth(t *testing.T) {
 	ta := newTestAgent(t)
 	h := &health{a: ta.a}
 	ctx := context.Background()
-	ta.rt.conditions = []*runtimeapi.RuntimeCondition{
+	ta.rt.Conditions = []*runtimeapi.RuntimeCondition{
 		{Type: runtimeapi.RuntimeReady, Status: true},
 		{Type: runtimeapi.NetworkReady, Status: false, Reason: "NetworkPluginNotReady", Message: "cni config uninitialized\n"},
 	}
@@ -330,14 +331,14 @@ func TestHealth(t *testing.T) {
 	if err := h.NetworkReady(); err == nil || err.Error() != "NetworkReady=false reason:NetworkPluginNotReady message:cni config uninitialized" {
 		t.Errorf("NetworkReady = %v", err)
 	}
-	ta.rt.conditions = []*runtimeapi.RuntimeCondition{{Type: runtimeapi.RuntimeReady, Status: false, Reason: "Broken", Message: "shim gone"}}
+	ta.rt.Conditions = []*runtimeapi.RuntimeCondition{{Type: runtimeapi.RuntimeReady, Status: false, Reason: "Broken", Message: "shim gone"}}
 	if err := h.RuntimeReady(ctx); err == nil || err.Error() != "Broken: shim gone" {
 		t.Errorf("RuntimeReady = %v", err)
 	}
 	if err := h.NetworkReady(); err != nil {
 		t.Errorf("NetworkReady without a condition = %v", err)
 	}
-	ta.rt.inject("Status", errors.New("connection refused"))
+	ta.rt.Inject("Status", errors.New("connection refused"))
 	if err := h.RuntimeReady(ctx); err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("RuntimeReady with the runtime away = %v", err)
 	}
@@ -522,12 +523,12 @@ func TestRunHoldsPodsUntilPodsAfter(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	time.Sleep(200 * time.Millisecond)
-	if n := ta.rt.callsOf("RunPodSandbox"); n != 0 {
+	if n := ta.rt.CallsOf("RunPodSandbox"); n != 0 {
 		t.Fatalf("%d sandboxes made before PodsAfter was closed", n)
 	}
 
 	close(release)
-	for ta.rt.callsOf("StartContainer") == 0 {
+	for ta.rt.CallsOf("StartContainer") == 0 {
 		if time.Now().After(deadline) {
 			t.Fatal("the pod did not start after PodsAfter was closed")
 		}

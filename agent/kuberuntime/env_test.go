@@ -41,7 +41,7 @@ func service(ns, name, ip string, ports ...corev1.ServicePort) *corev1.Service {
 
 func envTestSetup(t *testing.T) *testEnv {
 	te := newTestEnv(t, busybox)
-	te.rt.podIPs = []string{"10.42.0.7", "fd00:42::7"}
+	te.rt.PodIPs = []string{"10.42.0.7", "fd00:42::7"}
 	te.env.configMaps["shop/cfg"] = &corev1.ConfigMap{
 		Data:       map[string]string{"color": "blue", "size": "L", "has=equals": "skipped"},
 		BinaryData: map[string][]byte{"blob": []byte("bin")},
@@ -130,7 +130,7 @@ func TestSyncPodEnvironment(t *testing.T) {
 	if res := te.sync(t, pod); res.Err != nil || len(res.Waiting) != 0 {
 		t.Fatalf("SyncPod = %+v", res)
 	}
-	_, c := te.rt.containerNamed(t, "app")
+	_, c := te.rt.ContainerNamed(t, "app")
 	want := map[string]string{
 		"CFG_color": "blue", "CFG_size": "L", "user": "root", "password": "hunter2",
 		"A": "plain", "B": "plain-x", "ESC": "$(A)", "UNK": "$(NOPE)", "LATER": "$(Z)", "Z": "z",
@@ -161,16 +161,16 @@ func TestSyncPodEnvironment(t *testing.T) {
 	for k, v := range kubernetesServiceEnv {
 		want[k] = v
 	}
-	if diff := cmp.Diff(want, envMap(c.cfg.Envs)); diff != "" {
+	if diff := cmp.Diff(want, envMap(c.Cfg.Envs)); diff != "" {
 		t.Errorf("environment (-want +got):\n%s", diff)
 	}
-	if len(c.cfg.Envs) != len(want) {
-		t.Errorf("%d variables for %d names: duplicates", len(c.cfg.Envs), len(want))
+	if len(c.Cfg.Envs) != len(want) {
+		t.Errorf("%d variables for %d names: duplicates", len(c.Cfg.Envs), len(want))
 	}
-	if got, want := c.cfg.Command, []string{"sh", "-c", "echo plain $(NOPE) $(A)"}; !cmp.Equal(got, want) {
+	if got, want := c.Cfg.Command, []string{"sh", "-c", "echo plain $(NOPE) $(A)"}; !cmp.Equal(got, want) {
 		t.Errorf("command = %q, want %q", got, want)
 	}
-	if got, want := c.cfg.Args, []string{"web", "blue", "hunter2"}; !cmp.Equal(got, want) {
+	if got, want := c.Cfg.Args, []string{"web", "blue", "hunter2"}; !cmp.Equal(got, want) {
 		t.Errorf("args = %q, want %q", got, want)
 	}
 	// The volume manager sees the pod IPs and the resolved environment
@@ -188,8 +188,8 @@ func TestServiceLinksDisabled(t *testing.T) {
 	if res := te.sync(t, pod); res.Err != nil {
 		t.Fatal(res.Err)
 	}
-	_, c := te.rt.containerNamed(t, "app")
-	if diff := cmp.Diff(kubernetesServiceEnv, envMap(c.cfg.Envs)); diff != "" {
+	_, c := te.rt.ContainerNamed(t, "app")
+	if diff := cmp.Diff(kubernetesServiceEnv, envMap(c.Cfg.Envs)); diff != "" {
 		t.Errorf("with service links off only the kubernetes service remains (-want +got):\n%s", diff)
 	}
 }
@@ -231,7 +231,7 @@ func TestEnvironmentErrors(t *testing.T) {
 			if w.Reason != ReasonConfigError || !strings.Contains(w.Message, tt.wantMsg) {
 				t.Fatalf("waiting = %+v, want %s with %q", w, ReasonConfigError, tt.wantMsg)
 			}
-			if te.rt.callsOf("CreateContainer") != 0 {
+			if te.rt.CallsOf("CreateContainer") != 0 {
 				t.Errorf("container created despite the error")
 			}
 			if !te.events.has("Failed") {

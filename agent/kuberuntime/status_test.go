@@ -10,10 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/k1s/k1s/internal/fakecri"
 )
 
 // addSandbox puts a sandbox of pod uid into the fake runtime.
-func (f *fakeRuntime) addSandbox(id, name, uid string, attempt uint32, createdAt int64, ready, hostNet bool, ips ...string) {
+func addSandbox(f *fakecri.Runtime, id, name, uid string, attempt uint32, createdAt int64, ready, hostNet bool, ips ...string) {
 	netMode := runtimeapi.NamespaceMode_POD
 	if hostNet {
 		netMode = runtimeapi.NamespaceMode_NODE
@@ -22,30 +24,30 @@ func (f *fakeRuntime) addSandbox(id, name, uid string, attempt uint32, createdAt
 	if ready {
 		state = runtimeapi.PodSandboxState_SANDBOX_READY
 	}
-	f.sandboxes[id] = &fakeSandbox{
-		cfg: &runtimeapi.PodSandboxConfig{
+	f.Sandboxes[id] = &fakecri.Sandbox{
+		Cfg: &runtimeapi.PodSandboxConfig{
 			Metadata: &runtimeapi.PodSandboxMetadata{Name: name, Namespace: "shop", Uid: uid, Attempt: attempt},
 			Labels:   map[string]string{labelPodUID: uid, labelPodName: name, labelPodNamespace: "shop", labelManagedBy: ManagedBy},
 			Linux:    &runtimeapi.LinuxPodSandboxConfig{SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{NamespaceOptions: &runtimeapi.NamespaceOption{Network: netMode}}},
 		},
-		state: state, createdAt: createdAt, ips: ips,
+		State: state, CreatedAt: createdAt, IPs: ips,
 	}
 }
 
 // addContainer puts a container of pod uid into the fake runtime.
-func (f *fakeRuntime) addContainer(id, sandboxID, name, uid string, state runtimeapi.ContainerState, createdAt int64, ann map[string]string, mounts ...*runtimeapi.Mount) *fakeContainer {
-	c := &fakeContainer{
-		sandboxID: sandboxID,
-		cfg: &runtimeapi.ContainerConfig{
+func addContainer(f *fakecri.Runtime, id, sandboxID, name, uid string, state runtimeapi.ContainerState, createdAt int64, ann map[string]string, mounts ...*runtimeapi.Mount) *fakecri.Container {
+	c := &fakecri.Container{
+		SandboxID: sandboxID,
+		Cfg: &runtimeapi.ContainerConfig{
 			Metadata:    &runtimeapi.ContainerMetadata{Name: name},
 			Image:       &runtimeapi.ImageSpec{Image: "k1s.local/busybox:1.36"},
 			Labels:      map[string]string{labelPodUID: uid, labelPodName: "web", labelPodNamespace: "shop", labelContainerName: name, labelManagedBy: ManagedBy},
 			Annotations: ann,
 			Mounts:      mounts,
 		},
-		state: state, createdAt: createdAt,
+		State: state, CreatedAt: createdAt,
 	}
-	f.containers[id] = c
+	f.Containers[id] = c
 	return c
 }
 
@@ -53,26 +55,26 @@ func TestGetPodStatus(t *testing.T) {
 	te := newTestEnv(t)
 	rt := te.rt
 	base := testStart.UnixNano()
-	rt.addSandbox("old", "web", "uid-1", 0, base+1, false, false, "10.42.0.2")
-	rt.addSandbox("new", "web", "uid-1", 1, base+5, true, true, "10.42.0.9", "fd00:42::9")
-	rt.addSandbox("theirs", "db", "uid-2", 0, base+9, true, false)
-	rt.addContainer("c-old", "old", "app", "uid-1", runtimeapi.ContainerState_CONTAINER_EXITED, base+2, map[string]string{annotationRestarts: "0"})
-	c := rt.addContainer("c-new", "new", "app", "uid-1", runtimeapi.ContainerState_CONTAINER_RUNNING, base+6, map[string]string{
+	addSandbox(rt, "old", "web", "uid-1", 0, base+1, false, false, "10.42.0.2")
+	addSandbox(rt, "new", "web", "uid-1", 1, base+5, true, true, "10.42.0.9", "fd00:42::9")
+	addSandbox(rt, "theirs", "db", "uid-2", 0, base+9, true, false)
+	addContainer(rt, "c-old", "old", "app", "uid-1", runtimeapi.ContainerState_CONTAINER_EXITED, base+2, map[string]string{annotationRestarts: "0"})
+	c := addContainer(rt, "c-new", "new", "app", "uid-1", runtimeapi.ContainerState_CONTAINER_RUNNING, base+6, map[string]string{
 		annotationHash: "abc", annotationRestarts: "1", annotationTermPath: "/dev/termination-log",
 		annotationTermPolicy: "File", annotationGracePeriod: "45", annotationPreStop: `{"exec":{}}`,
 	},
 		&runtimeapi.Mount{ContainerPath: "/data", HostPath: "/var/lib/x"},
 		&runtimeapi.Mount{ContainerPath: "/dev/termination-log", HostPath: "/pods/uid-1/containers/app/abc"})
-	c.startedAt = base + 7
-	c.logPath = "/var/log/pods/shop_web_uid-1/app/1.log"
-	e := rt.addContainer("c-init", "new", "init", "uid-1", runtimeapi.ContainerState_CONTAINER_EXITED, base+5, map[string]string{annotationInit: "true"})
-	e.exitCode, e.reason, e.finishedAt = 3, "Error", base+6
-	rt.addContainer("c-vanished", "new", "gone", "uid-1", runtimeapi.ContainerState_CONTAINER_RUNNING, base+8, nil)
-	rt.addContainer("c-theirs", "theirs", "db", "uid-2", runtimeapi.ContainerState_CONTAINER_RUNNING, base+9, nil)
+	c.StartedAt = base + 7
+	c.LogPath = "/var/log/pods/shop_web_uid-1/app/1.log"
+	e := addContainer(rt, "c-init", "new", "init", "uid-1", runtimeapi.ContainerState_CONTAINER_EXITED, base+5, map[string]string{annotationInit: "true"})
+	e.ExitCode, e.Reason, e.FinishedAt = 3, "Error", base+6
+	addContainer(rt, "c-vanished", "new", "gone", "uid-1", runtimeapi.ContainerState_CONTAINER_RUNNING, base+8, nil)
+	addContainer(rt, "c-theirs", "theirs", "db", "uid-2", runtimeapi.ContainerState_CONTAINER_RUNNING, base+9, nil)
 
 	// A container removed between the list and its status is skipped: make
 	// ContainerStatus of c-vanished fail by removing it under the lister.
-	lister := &vanishing{fakeRuntime: rt, vanish: "c-vanished"}
+	lister := &vanishing{Runtime: rt, vanish: "c-vanished"}
 	te.m.runtime = lister
 
 	st, err := te.m.GetPodStatus(context.Background(), "uid-1", "web", "shop")
@@ -129,22 +131,22 @@ func TestGetPodStatus(t *testing.T) {
 
 // vanishing removes one container after it was listed.
 type vanishing struct {
-	*fakeRuntime
+	*fakecri.Runtime
 	vanish string
 }
 
 func (v *vanishing) ListContainers(ctx context.Context, f *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
-	out, err := v.fakeRuntime.ListContainers(ctx, f)
-	v.fakeRuntime.mu.Lock()
-	delete(v.fakeRuntime.containers, v.vanish)
-	v.fakeRuntime.mu.Unlock()
+	out, err := v.Runtime.ListContainers(ctx, f)
+	v.Lock()
+	delete(v.Containers, v.vanish)
+	v.Unlock()
 	return out, err
 }
 
 func TestGetPodStatusErrors(t *testing.T) {
 	for _, method := range []string{"ListPodSandbox", "ListContainers"} {
 		te := newTestEnv(t)
-		te.rt.inject(method, errBoom)
+		te.rt.Inject(method, errBoom)
 		_, err := te.m.GetPodStatus(context.Background(), "uid-1", "web", "shop")
 		if err == nil || !strings.Contains(err.Error(), "of pod shop/web: boom") {
 			t.Errorf("%s failing: err = %v", method, err)
@@ -161,17 +163,17 @@ func TestListPods(t *testing.T) {
 	te := newTestEnv(t)
 	rt := te.rt
 	base := testStart.UnixNano()
-	rt.addSandbox("sb1", "web", "uid-1", 0, base, false, false)
-	rt.addSandbox("sb2", "web", "uid-1", 1, base+1, true, false)
-	rt.addSandbox("sb3", "db", "uid-2", 0, base+2, true, false)
-	rt.addContainer("c1", "sb2", "app", "uid-1", runtimeapi.ContainerState_CONTAINER_RUNNING, base, nil)
-	rt.addContainer("c2", "sb1", "app", "uid-1", runtimeapi.ContainerState_CONTAINER_EXITED, base, nil)
-	rt.addContainer("c3", "sb3", "db", "uid-2", runtimeapi.ContainerState_CONTAINER_CREATED, base, nil)
+	addSandbox(rt, "sb1", "web", "uid-1", 0, base, false, false)
+	addSandbox(rt, "sb2", "web", "uid-1", 1, base+1, true, false)
+	addSandbox(rt, "sb3", "db", "uid-2", 0, base+2, true, false)
+	addContainer(rt, "c1", "sb2", "app", "uid-1", runtimeapi.ContainerState_CONTAINER_RUNNING, base, nil)
+	addContainer(rt, "c2", "sb1", "app", "uid-1", runtimeapi.ContainerState_CONTAINER_EXITED, base, nil)
+	addContainer(rt, "c3", "sb3", "db", "uid-2", runtimeapi.ContainerState_CONTAINER_CREATED, base, nil)
 	// A container whose sandbox is already gone still belongs to its pod.
-	rt.addContainer("c4", "gone", "x", "uid-3", runtimeapi.ContainerState_CONTAINER_UNKNOWN, base, nil)
+	addContainer(rt, "c4", "gone", "x", "uid-3", runtimeapi.ContainerState_CONTAINER_UNKNOWN, base, nil)
 	// Not ours: no managed-by label.
-	rt.addSandbox("foreign", "other", "uid-9", 0, base, true, false)
-	delete(rt.sandboxes["foreign"].cfg.Labels, labelManagedBy)
+	addSandbox(rt, "foreign", "other", "uid-9", 0, base, true, false)
+	delete(rt.Sandboxes["foreign"].Cfg.Labels, labelManagedBy)
 
 	pods, err := te.m.ListPods(context.Background())
 	if err != nil {
@@ -189,7 +191,7 @@ func TestListPods(t *testing.T) {
 		t.Errorf("pods (-want +got):\n%s", diff)
 	}
 
-	rt.inject("ListContainers", errBoom)
+	rt.Inject("ListContainers", errBoom)
 	if _, err := te.m.ListPods(context.Background()); err == nil || !strings.Contains(err.Error(), "list containers: boom") {
 		t.Errorf("err = %v", err)
 	}

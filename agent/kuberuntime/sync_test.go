@@ -37,12 +37,12 @@ func TestSyncPodCreatesSandboxAndContainers(t *testing.T) {
 	if res.Err != nil || len(res.Waiting) != 0 || !res.Changed {
 		t.Fatalf("SyncPod = %+v, want no error, nothing waiting, and Changed", res)
 	}
-	if len(te.rt.sandboxes) != 1 {
-		t.Fatalf("sandboxes = %d, want 1", len(te.rt.sandboxes))
+	if len(te.rt.Sandboxes) != 1 {
+		t.Fatalf("sandboxes = %d, want 1", len(te.rt.Sandboxes))
 	}
-	sb := te.rt.sandboxes["sb-web-0"]
+	sb := te.rt.Sandboxes["sb-web-0"]
 	if sb == nil {
-		t.Fatalf("no sandbox sb-web-0 in %v", te.rt.sandboxes)
+		t.Fatalf("no sandbox sb-web-0 in %v", te.rt.Sandboxes)
 	}
 	logDir := filepath.Join(te.logDir, "shop_web_uid-1")
 	want := &runtimeapi.PodSandboxConfig{
@@ -71,7 +71,7 @@ func TestSyncPodCreatesSandboxAndContainers(t *testing.T) {
 			NamespaceOptions: &runtimeapi.NamespaceOption{Network: runtimeapi.NamespaceMode_POD, Pid: runtimeapi.NamespaceMode_CONTAINER, Ipc: runtimeapi.NamespaceMode_POD},
 		}},
 	}
-	if diff := cmp.Diff(want, sb.cfg, protocmp.Transform()); diff != "" {
+	if diff := cmp.Diff(want, sb.Cfg, protocmp.Transform()); diff != "" {
 		t.Errorf("sandbox config (-want +got):\n%s", diff)
 	}
 	if fi, err := os.Stat(logDir); err != nil || !fi.IsDir() {
@@ -79,12 +79,12 @@ func TestSyncPodCreatesSandboxAndContainers(t *testing.T) {
 	}
 
 	for _, name := range []string{"app", "side"} {
-		_, c := te.rt.containerNamed(t, name)
-		if c.state != runtimeapi.ContainerState_CONTAINER_RUNNING {
-			t.Errorf("%s state = %v, want running", name, c.state)
+		_, c := te.rt.ContainerNamed(t, name)
+		if c.State != runtimeapi.ContainerState_CONTAINER_RUNNING {
+			t.Errorf("%s state = %v, want running", name, c.State)
 		}
-		if c.sandboxID != "sb-web-0" {
-			t.Errorf("%s sandbox = %s, want sb-web-0", name, c.sandboxID)
+		if c.SandboxID != "sb-web-0" {
+			t.Errorf("%s sandbox = %s, want sb-web-0", name, c.SandboxID)
 		}
 		spec := specOf(pod, name)
 		wantAnn := map[string]string{
@@ -94,41 +94,41 @@ func TestSyncPodCreatesSandboxAndContainers(t *testing.T) {
 			"io.kubernetes.container.terminationMessagePolicy": "",
 			"io.kubernetes.pod.terminationGracePeriod":         "20",
 		}
-		if diff := cmp.Diff(wantAnn, c.cfg.Annotations); diff != "" {
+		if diff := cmp.Diff(wantAnn, c.Cfg.Annotations); diff != "" {
 			t.Errorf("%s annotations (-want +got):\n%s", name, diff)
 		}
 		wantLabels := map[string]string{
 			"io.kubernetes.pod.name": "web", "io.kubernetes.pod.namespace": "shop", "io.kubernetes.pod.uid": "uid-1",
 			"io.kubernetes.container.name": name, "io.kubernetes.managed-by": "k1s-agent",
 		}
-		if diff := cmp.Diff(wantLabels, c.cfg.Labels); diff != "" {
+		if diff := cmp.Diff(wantLabels, c.Cfg.Labels); diff != "" {
 			t.Errorf("%s labels (-want +got):\n%s", name, diff)
 		}
-		if c.cfg.Metadata.GetName() != name || c.cfg.Metadata.GetAttempt() != 0 {
-			t.Errorf("%s metadata = %v", name, c.cfg.Metadata)
+		if c.Cfg.Metadata.GetName() != name || c.Cfg.Metadata.GetAttempt() != 0 {
+			t.Errorf("%s metadata = %v", name, c.Cfg.Metadata)
 		}
-		if got := c.cfg.Image; got.GetImage() != "sha256:"+busybox || got.GetUserSpecifiedImage() != busybox {
+		if got := c.Cfg.Image; got.GetImage() != "sha256:"+busybox || got.GetUserSpecifiedImage() != busybox {
 			t.Errorf("%s image = %v, want the image ID and the user's name", name, got)
 		}
-		if c.cfg.LogPath != name+"/0.log" {
-			t.Errorf("%s log path = %q, want %s/0.log", name, c.cfg.LogPath, name)
+		if c.Cfg.LogPath != name+"/0.log" {
+			t.Errorf("%s log path = %q, want %s/0.log", name, c.Cfg.LogPath, name)
 		}
 		if !te.events.has("Started") || !te.events.has("Created") {
 			t.Errorf("events %v lack Created/Started", te.events.events)
 		}
 	}
-	if got := te.rt.callsOf("PullImage"); got != 0 || te.images.pullCount() != 0 {
+	if got := te.rt.CallsOf("PullImage"); got != 0 || te.images.PullCount() != 0 {
 		t.Errorf("pulled a present IfNotPresent image")
 	}
 
 	// A second pass over the running pod changes nothing, and says so
 	// (the agent then does not read the pod's runtime status again).
-	te.rt.resetCalls()
+	te.rt.ResetCalls()
 	if res := te.sync(t, pod); res.Err != nil || len(res.Waiting) != 0 || res.Changed {
 		t.Fatalf("second SyncPod = %+v, want nothing done", res)
 	}
 	for _, call := range []string{"RunPodSandbox", "CreateContainer", "StartContainer", "StopContainer"} {
-		if n := te.rt.callsOf(call); n != 0 {
+		if n := te.rt.CallsOf(call); n != 0 {
 			t.Errorf("second pass called %s %d times", call, n)
 		}
 	}
@@ -145,27 +145,27 @@ func TestSyncPodHostNetwork(t *testing.T) {
 	if res := te.sync(t, pod); res.Err != nil {
 		t.Fatal(res.Err)
 	}
-	sb := te.rt.sandboxes["sb-web-0"]
-	if sb.cfg.Hostname != "" {
-		t.Errorf("hostname = %q, want none (the node's UTS namespace)", sb.cfg.Hostname)
+	sb := te.rt.Sandboxes["sb-web-0"]
+	if sb.Cfg.Hostname != "" {
+		t.Errorf("hostname = %q, want none (the node's UTS namespace)", sb.Cfg.Hostname)
 	}
-	ns := sb.cfg.Linux.SecurityContext.NamespaceOptions
+	ns := sb.Cfg.Linux.SecurityContext.NamespaceOptions
 	if ns.Network != runtimeapi.NamespaceMode_NODE || ns.Pid != runtimeapi.NamespaceMode_NODE || ns.Ipc != runtimeapi.NamespaceMode_POD {
 		t.Errorf("namespace options = %v, want network and pid NODE, ipc POD", ns)
 	}
 	// ClusterFirst under the host network is the node's resolver (none here).
-	if len(sb.cfg.DnsConfig.Servers) != 0 || len(sb.cfg.DnsConfig.Options) != 0 {
-		t.Errorf("DNS = %v, want the host's (empty)", sb.cfg.DnsConfig)
+	if len(sb.Cfg.DnsConfig.Servers) != 0 || len(sb.Cfg.DnsConfig.Options) != 0 {
+		t.Errorf("DNS = %v, want the host's (empty)", sb.Cfg.DnsConfig)
 	}
-	_, c := te.rt.containerNamed(t, "app")
-	env := envMap(c.cfg.Envs)
+	_, c := te.rt.ContainerNamed(t, "app")
+	env := envMap(c.Cfg.Envs)
 	if env["POD_IP"] != "192.168.5.10" || env["POD_IPS"] != "192.168.5.10,fd00::10" {
 		t.Errorf("host network pod IP env = %v, want the node's addresses", env)
 	}
 	// The sandbox reports its host network: the next pass keeps it.
-	te.rt.resetCalls()
+	te.rt.ResetCalls()
 	te.sync(t, pod)
-	if n := te.rt.callsOf("RunPodSandbox"); n != 0 {
+	if n := te.rt.CallsOf("RunPodSandbox"); n != 0 {
 		t.Errorf("host network sandbox recreated %d times", n)
 	}
 }
@@ -204,14 +204,14 @@ func TestSyncPodInitContainersInOrder(t *testing.T) {
 	if got := running(); !cmp.Equal(got, []string{"i1=running"}) {
 		t.Fatalf("while i1 runs: %v", got)
 	}
-	id, _ := te.rt.containerNamed(t, "i1")
-	te.rt.exit(t, id, 0)
+	id, _ := te.rt.ContainerNamed(t, "i1")
+	te.rt.Exit(t, id, 0)
 	te.sync(t, pod)
 	if got := running(); !cmp.Equal(got, []string{"i1=exited", "i2=running"}) {
 		t.Fatalf("after i1 succeeded: %v", got)
 	}
-	id, _ = te.rt.containerNamed(t, "i2")
-	te.rt.exit(t, id, 0)
+	id, _ = te.rt.ContainerNamed(t, "i2")
+	te.rt.Exit(t, id, 0)
 	te.sync(t, pod)
 	if got := running(); !cmp.Equal(got, []string{"app=running", "i1=exited", "i2=exited"}) {
 		t.Fatalf("after i2 succeeded: %v", got)
@@ -226,20 +226,20 @@ func TestSyncPodRestartBackOff(t *testing.T) {
 	pod := testPod(corev1.Container{Name: "app"})
 	te.sync(t, pod)
 
-	id0, _ := te.rt.containerNamed(t, "app")
-	te.rt.exit(t, id0, 1)
+	id0, _ := te.rt.ContainerNamed(t, "app")
+	te.rt.Exit(t, id0, 1)
 	if res := te.sync(t, pod); len(res.Waiting) != 0 {
 		t.Fatalf("first restart waited: %+v", res.Waiting)
 	}
-	id1, c1 := te.rt.containerNamed(t, "app")
-	if id1 == id0 || c1.cfg.Metadata.Attempt != 1 || c1.cfg.Annotations[annotationRestarts] != "1" || c1.cfg.LogPath != "app/1.log" {
+	id1, c1 := te.rt.ContainerNamed(t, "app")
+	if id1 == id0 || c1.Cfg.Metadata.Attempt != 1 || c1.Cfg.Annotations[annotationRestarts] != "1" || c1.Cfg.LogPath != "app/1.log" {
 		t.Fatalf("restarted container: id %s attempt %d restarts %q log %q, want attempt 1 and app/1.log",
-			id1, c1.cfg.Metadata.Attempt, c1.cfg.Annotations[annotationRestarts], c1.cfg.LogPath)
+			id1, c1.Cfg.Metadata.Attempt, c1.Cfg.Annotations[annotationRestarts], c1.Cfg.LogPath)
 	}
 
 	// It fails again at once: back off 10s.
-	te.rt.exit(t, id1, 1)
-	te.rt.resetCalls()
+	te.rt.Exit(t, id1, 1)
+	te.rt.ResetCalls()
 	res := te.sync(t, pod)
 	w, ok := res.Waiting["app"]
 	if !ok || w.Reason != ReasonCrashLoopBackOff {
@@ -251,7 +251,7 @@ func TestSyncPodRestartBackOff(t *testing.T) {
 	if res.Err != nil {
 		t.Errorf("back-off is not an error: %v", res.Err)
 	}
-	if te.rt.callsOf("CreateContainer") != 0 {
+	if te.rt.CallsOf("CreateContainer") != 0 {
 		t.Errorf("created a container while backing off")
 	}
 	if !te.events.has("BackOff") {
@@ -266,17 +266,17 @@ func TestSyncPodRestartBackOff(t *testing.T) {
 	if res := te.sync(t, pod); len(res.Waiting) != 0 {
 		t.Fatalf("after 11s: %+v, want a restart", res.Waiting)
 	}
-	id2, c2 := te.rt.containerNamed(t, "app")
-	if c2.cfg.Metadata.Attempt != 2 {
-		t.Fatalf("attempt = %d, want 2", c2.cfg.Metadata.Attempt)
+	id2, c2 := te.rt.ContainerNamed(t, "app")
+	if c2.Cfg.Metadata.Attempt != 2 {
+		t.Fatalf("attempt = %d, want 2", c2.Cfg.Metadata.Attempt)
 	}
 	// One dead instance is kept for logs --previous; older ones go.
-	if got, want := te.rt.containerNames(), []string{id1, id2}; !cmp.Equal(got, want) {
+	if got, want := te.rt.ContainerNames(), []string{id1, id2}; !cmp.Equal(got, want) {
 		t.Errorf("containers = %v, want %v", got, want)
 	}
 
 	// The next failure doubles the back-off.
-	te.rt.exit(t, id2, 1)
+	te.rt.Exit(t, id2, 1)
 	te.clock.Step(15 * time.Second)
 	res = te.sync(t, pod)
 	if w := res.Waiting["app"]; w.Reason != ReasonCrashLoopBackOff || !strings.HasPrefix(w.Message, "back-off 20s ") {
@@ -286,8 +286,8 @@ func TestSyncPodRestartBackOff(t *testing.T) {
 	if res := te.sync(t, pod); len(res.Waiting) != 0 {
 		t.Fatalf("21s after the third failure: %+v, want a restart", res.Waiting)
 	}
-	if _, c := te.rt.containerNamed(t, "app"); c.cfg.Metadata.Attempt != 3 {
-		t.Errorf("attempt = %d, want 3", c.cfg.Metadata.Attempt)
+	if _, c := te.rt.ContainerNamed(t, "app"); c.Cfg.Metadata.Attempt != 3 {
+		t.Errorf("attempt = %d, want 3", c.Cfg.Metadata.Attempt)
 	}
 }
 
@@ -295,33 +295,33 @@ func TestSyncPodSandboxRecreatedKeepsRestartCount(t *testing.T) {
 	te := newTestEnv(t, busybox)
 	pod := testPod(corev1.Container{Name: "app"})
 	te.sync(t, pod)
-	id0, _ := te.rt.containerNamed(t, "app")
+	id0, _ := te.rt.ContainerNamed(t, "app")
 	// The sandbox dies (e.g. its pause process was killed) and takes the
 	// container with it.
-	te.rt.sandboxes["sb-web-0"].state = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
-	te.rt.exit(t, id0, 137)
+	te.rt.Sandboxes["sb-web-0"].State = runtimeapi.PodSandboxState_SANDBOX_NOTREADY
+	te.rt.Exit(t, id0, 137)
 
-	te.rt.resetCalls()
+	te.rt.ResetCalls()
 	if res := te.sync(t, pod); res.Err != nil || len(res.Waiting) != 0 {
 		t.Fatalf("SyncPod = %+v", res)
 	}
 	if !te.events.has("SandboxChanged") {
 		t.Errorf("no SandboxChanged event: %v", te.events.events)
 	}
-	if te.rt.callsOf("StopPodSandbox") != 1 {
+	if te.rt.CallsOf("StopPodSandbox") != 1 {
 		t.Errorf("old sandbox not stopped")
 	}
-	if _, ok := te.rt.sandboxes["sb-web-1"]; !ok {
-		t.Fatalf("no sandbox of attempt 1: %v", te.rt.sandboxes)
+	if _, ok := te.rt.Sandboxes["sb-web-1"]; !ok {
+		t.Fatalf("no sandbox of attempt 1: %v", te.rt.Sandboxes)
 	}
-	_, c := te.rt.containerNamed(t, "app")
-	if c.sandboxID != "sb-web-1" {
-		t.Fatalf("container runs in %s, want sb-web-1", c.sandboxID)
+	_, c := te.rt.ContainerNamed(t, "app")
+	if c.SandboxID != "sb-web-1" {
+		t.Fatalf("container runs in %s, want sb-web-1", c.SandboxID)
 	}
 	// As upstream, the restart count goes on across sandboxes, so the API
 	// count does not drop to 0 and the new log does not reuse 0.log.
-	if c.cfg.Annotations[annotationRestarts] != "1" || c.cfg.LogPath != "app/1.log" {
-		t.Errorf("restart count %q, log %q; want 1 and app/1.log", c.cfg.Annotations[annotationRestarts], c.cfg.LogPath)
+	if c.Cfg.Annotations[annotationRestarts] != "1" || c.Cfg.LogPath != "app/1.log" {
+		t.Errorf("restart count %q, log %q; want 1 and app/1.log", c.Cfg.Annotations[annotationRestarts], c.Cfg.LogPath)
 	}
 }
 
@@ -351,7 +351,7 @@ func TestSyncPodImagePolicies(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			te := newTestEnv(t, busybox)
-			te.images.pullErr = tt.pullErr
+			te.images.PullErr = tt.pullErr
 			pod := testPod(corev1.Container{Name: "app", Image: tt.image, ImagePullPolicy: tt.policy})
 			var last Waiting
 			for i, want := range tt.passes {
@@ -368,21 +368,21 @@ func TestSyncPodImagePolicies(t *testing.T) {
 			if tt.msgSubstr != "" && !strings.Contains(last.Message, tt.msgSubstr) {
 				t.Errorf("message %q lacks %q", last.Message, tt.msgSubstr)
 			}
-			if got := te.images.pullCount(); got != tt.pulls {
+			if got := te.images.PullCount(); got != tt.pulls {
 				t.Errorf("pulls = %d, want %d", got, tt.pulls)
 			}
 			started := tt.passes[len(tt.passes)-1] == ""
-			if got := te.rt.callsOf("CreateContainer") > 0; got != started {
+			if got := te.rt.CallsOf("CreateContainer") > 0; got != started {
 				t.Errorf("container created = %v, want %v", got, started)
 			}
 			if started {
-				_, c := te.rt.containerNamed(t, "app")
+				_, c := te.rt.ContainerNamed(t, "app")
 				wantRef := "sha256:" + tt.image
 				if tt.pulls > 0 {
 					wantRef = "sha256:pulled-" + tt.image
 				}
-				if c.cfg.Image.Image != wantRef {
-					t.Errorf("image ref = %q, want %q", c.cfg.Image.Image, wantRef)
+				if c.Cfg.Image.Image != wantRef {
+					t.Errorf("image ref = %q, want %q", c.Cfg.Image.Image, wantRef)
 				}
 			}
 		})
@@ -391,7 +391,7 @@ func TestSyncPodImagePolicies(t *testing.T) {
 
 func TestSyncPodImagePullBackOffExpires(t *testing.T) {
 	te := newTestEnv(t)
-	te.images.pullErr = errBoom
+	te.images.PullErr = errBoom
 	pod := testPod(corev1.Container{Name: "app", Image: "k1s.local/missing:1"})
 	reason := func() string { return te.sync(t, pod).Waiting["app"].Reason }
 	steps := []struct {
@@ -410,12 +410,12 @@ func TestSyncPodImagePullBackOffExpires(t *testing.T) {
 		if got := reason(); got != s.want {
 			t.Fatalf("step %d: %q, want %q", i, got, s.want)
 		}
-		if got := te.images.pullCount(); got != s.pulls {
+		if got := te.images.PullCount(); got != s.pulls {
 			t.Fatalf("step %d: %d pulls, want %d", i, got, s.pulls)
 		}
 	}
 	// A successful pull clears the back-off.
-	te.images.pullErr = nil
+	te.images.PullErr = nil
 	te.clock.Step(41 * time.Second)
 	if got := reason(); got != "" {
 		t.Fatalf("after a good pull: %q", got)
@@ -438,7 +438,7 @@ func TestSyncPodRuntimeFailures(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			te := newTestEnv(t, busybox)
-			te.rt.inject(tt.inject, errBoom)
+			te.rt.Inject(tt.inject, errBoom)
 			c := corev1.Container{Name: "app"}
 			if tt.postStart {
 				c.Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"touch", "/ready"}}}}
@@ -456,10 +456,10 @@ func TestSyncPodRuntimeFailures(t *testing.T) {
 				t.Errorf("no %s event in %v", tt.wantEvent, te.events.events)
 			}
 			if tt.postStart {
-				if len(te.rt.execs) != 1 || !cmp.Equal(te.rt.execs[0].cmd, []string{"touch", "/ready"}) {
-					t.Errorf("execs = %+v", te.rt.execs)
+				if len(te.rt.Execs) != 1 || !cmp.Equal(te.rt.Execs[0].Cmd, []string{"touch", "/ready"}) {
+					t.Errorf("execs = %+v", te.rt.Execs)
 				}
-				if _, ok := te.rt.stops["sb-web-0-app-0"]; !ok {
+				if _, ok := te.rt.Stops["sb-web-0-app-0"]; !ok {
 					t.Errorf("container with a failed postStart hook was not stopped")
 				}
 			}
@@ -476,7 +476,7 @@ func TestSyncPodRuntimeFailures(t *testing.T) {
 
 func TestSyncPodSandboxFailureMarksEveryContainer(t *testing.T) {
 	te := newTestEnv(t, busybox)
-	te.rt.inject("RunPodSandbox", errBoom)
+	te.rt.Inject("RunPodSandbox", errBoom)
 	pod := testPod(corev1.Container{Name: "a"}, corev1.Container{Name: "b"})
 	pod.Spec.InitContainers = []corev1.Container{{Name: "i", Image: busybox}}
 	res := te.sync(t, pod)
@@ -488,7 +488,7 @@ func TestSyncPodSandboxFailureMarksEveryContainer(t *testing.T) {
 	if res.Err == nil || !strings.Contains(res.Err.Error(), "Failed to create pod sandbox: boom") {
 		t.Errorf("err = %v", res.Err)
 	}
-	if len(te.rt.containers) != 0 {
+	if len(te.rt.Containers) != 0 {
 		t.Errorf("containers created without a sandbox")
 	}
 }
@@ -520,12 +520,12 @@ func TestKillPod(t *testing.T) {
 			pod := testPod(corev1.Container{Name: "a", Lifecycle: preStop}, corev1.Container{Name: "b"}, corev1.Container{Name: "done"})
 			pod.Spec.TerminationGracePeriodSeconds = tt.specGrace
 			te.sync(t, pod)
-			idA, _ := te.rt.containerNamed(t, "a")
-			idB, _ := te.rt.containerNamed(t, "b")
-			idDone, _ := te.rt.containerNamed(t, "done")
-			te.rt.exit(t, idDone, 0)
-			te.rt.execDelay = tt.execDelay
-			te.rt.trail = nil
+			idA, _ := te.rt.ContainerNamed(t, "a")
+			idB, _ := te.rt.ContainerNamed(t, "b")
+			idDone, _ := te.rt.ContainerNamed(t, "done")
+			te.rt.Exit(t, idDone, 0)
+			te.rt.ExecDelay = tt.execDelay
+			te.rt.Trail = nil
 
 			st := te.status(t, pod)
 			target := pod.DeepCopy()
@@ -537,7 +537,7 @@ func TestKillPod(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, id := range []string{idA, idB} {
-				got, ok := te.rt.stops[id]
+				got, ok := te.rt.Stops[id]
 				if !ok {
 					t.Fatalf("%s not stopped", id)
 				}
@@ -549,15 +549,15 @@ func TestKillPod(t *testing.T) {
 					t.Errorf("%s stopped with %ds, want %ds", id, got, want)
 				}
 			}
-			if _, ok := te.rt.stops[idDone]; ok {
+			if _, ok := te.rt.Stops[idDone]; ok {
 				t.Errorf("exited container stopped again")
 			}
 			ran := false
-			for i, e := range te.rt.trail {
+			for i, e := range te.rt.Trail {
 				if e == "exec:"+idA {
 					ran = true
-					if !containsAfter(te.rt.trail, i, "stop:"+idA) {
-						t.Errorf("preStop did not run before the stop: %v", te.rt.trail)
+					if !containsAfter(te.rt.Trail, i, "stop:"+idA) {
+						t.Errorf("preStop did not run before the stop: %v", te.rt.Trail)
 					}
 				}
 				if e == "exec:"+idB {
@@ -565,12 +565,12 @@ func TestKillPod(t *testing.T) {
 				}
 			}
 			if ran != tt.wantPreStopRun {
-				t.Errorf("preStop ran = %v, want %v (trail %v)", ran, tt.wantPreStopRun, te.rt.trail)
+				t.Errorf("preStop ran = %v, want %v (trail %v)", ran, tt.wantPreStopRun, te.rt.Trail)
 			}
-			if ran && !cmp.Equal(te.rt.execs[0].cmd, []string{"/bin/drain"}) {
-				t.Errorf("preStop command = %v", te.rt.execs[0].cmd)
+			if ran && !cmp.Equal(te.rt.Execs[0].Cmd, []string{"/bin/drain"}) {
+				t.Errorf("preStop command = %v", te.rt.Execs[0].Cmd)
 			}
-			if te.rt.sandboxes["sb-web-0"].state != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
+			if te.rt.Sandboxes["sb-web-0"].State != runtimeapi.PodSandboxState_SANDBOX_NOTREADY {
 				t.Errorf("sandbox not stopped")
 			}
 		})
@@ -590,8 +590,8 @@ func TestKillPodReportsStopFailures(t *testing.T) {
 	te := newTestEnv(t, busybox)
 	pod := testPod(corev1.Container{Name: "a"})
 	te.sync(t, pod)
-	te.rt.inject("StopContainer", errBoom)
-	te.rt.inject("StopPodSandbox", errBoom)
+	te.rt.Inject("StopContainer", errBoom)
+	te.rt.Inject("StopPodSandbox", errBoom)
 	err := te.m.KillPod(context.Background(), pod, te.status(t, pod), nil)
 	if err == nil || !strings.Contains(err.Error(), "stop container a (killing pod): boom") || !strings.Contains(err.Error(), "stop sandbox sb-web-0: boom") {
 		t.Errorf("err = %v, want both failures", err)
@@ -609,7 +609,7 @@ func TestRemovePod(t *testing.T) {
 	if err := te.m.KillPod(context.Background(), pod, st, nil); err != nil {
 		t.Fatal(err)
 	}
-	te.rt.inject("RemoveContainer", errBoom)
+	te.rt.Inject("RemoveContainer", errBoom)
 	err := te.m.RemovePod(context.Background(), te.status(t, pod))
 	if err == nil || !strings.Contains(err.Error(), "remove container") {
 		t.Fatalf("err = %v, want the injected failure", err)

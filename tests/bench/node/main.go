@@ -13,6 +13,7 @@ import (
 	"crypto/tls"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -87,11 +88,14 @@ func main() {
 		if *runs > 1 {
 			fmt.Printf("-- run %d of %d\n", i+1, *runs)
 		}
+		cal := calibrate()
+		fmt.Printf("machine: calibration workload took %v on 2 goroutines\n", cal.Round(time.Millisecond))
 		f, err := run(*bin, *images, *pods, *replicas, *keepLog)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
+		f.calibration = cal
 		all = append(all, f)
 	}
 	if len(all) > 1 {
@@ -103,6 +107,36 @@ func main() {
 type figures struct {
 	nodeReady, burst time.Duration
 	shimMB           float64
+	// calibration is how long calibrate took just before the run.
+	calibration time.Duration
+}
+
+// calibrate times a fixed CPU-bound workload (map inserts and a sort:
+// allocation and branches, as in the components' own work) on two
+// goroutines. This machine's speed changes by tens of percent within
+// minutes; the figure, printed with each run, tells such spells apart.
+func calibrate() time.Duration {
+	start := time.Now()
+	var wg sync.WaitGroup
+	for g := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rnd := rand.New(rand.NewPCG(uint64(g), 1))
+			m := make(map[string]int)
+			v := make([]int, 0, 400_000)
+			for i := range 400_000 {
+				n := rnd.IntN(1 << 30)
+				v = append(v, n)
+				if i%2 == 0 {
+					m[strconv.Itoa(n)] = i
+				}
+			}
+			sort.Ints(v)
+		}()
+	}
+	wg.Wait()
+	return time.Since(start)
 }
 
 // summarize prints each figure's minimum, median and maximum over the
@@ -130,6 +164,11 @@ func summarize(all []figures, pods int) {
 	}
 	sort.Float64s(shim)
 	fmt.Printf("shim PSS per pod: min %.2f, median %.2f, max %.2f MB\n", shim[0], shim[len(shim)/2], shim[len(shim)-1])
+	var cal []string
+	for _, f := range all {
+		cal = append(cal, fmt.Sprintf("%v/%v", f.calibration.Round(time.Millisecond), f.burst.Round(10*time.Millisecond)))
+	}
+	fmt.Printf("calibration/burst by run: %s\n", strings.Join(cal, ", "))
 }
 
 func freePort() int {

@@ -469,31 +469,12 @@ func (s *Server) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return
 		}
-		// Start-up is over: give back the pages only it needed, once the
-		// apiserver serves and again once the controllers and the node have
-		// started, keeping them in the page cache (the controllers' caches
-		// are still filling), and a last time, evicting them, when that
-		// has settled.
-		trim(logger, "apiserver", memtrim.TrimMapped)
-		select {
-		case <-cm.Ready():
-		case <-ctx.Done():
-			return
-		}
+		var nodeReady <-chan struct{}
 		if node != nil {
-			select {
-			case <-node.Ready():
-			case <-ctx.Done():
-				return
-			}
+			nodeReady = node.Ready()
 		}
-		trim(logger, "all", memtrim.TrimMapped)
-		select {
-		case <-time.After(settleTime):
-		case <-ctx.Done():
-			return
-		}
-		trim(logger, "settled", memtrim.Trim)
+		trimAfterStartup(ctx, logger, startupSignals{controllers: cm.Ready(), node: nodeReady, apiSettled: api.Settled()},
+			memtrim.TrimMapped, memtrim.Trim)
 	}()
 
 	logger.Info("Starting k1s server", "dataDir", s.cfg.DataDir, "kubeconfig", s.cfg.WriteKubeconfig)
@@ -502,9 +483,60 @@ func (s *Server) Run(ctx context.Context) error {
 
 // settleTime is how long after the controllers and the node have started
 // the start-up work (informers listing, discovery, first syncs) is over.
-const settleTime = 5 * time.Second
+var settleTime = 5 * time.Second
+
+// digestTime is how long the admission plugins are given to digest their
+// first OpenAPI v3 index read (apiserver.Server.Settled) before the last
+// trim.
+var digestTime = 2 * time.Second
 
 // trim gives back start-up memory (see internal/memtrim).
+// startupSignals are what trimAfterStartup waits for; a nil node means
+// no node agent.
+type startupSignals struct {
+	controllers, node, apiSettled <-chan struct{}
+}
+
+// trimAfterStartup gives back the memory only start-up needed, called
+// once the apiserver serves: its pages at once and again once the
+// controllers and the node have started, keeping them in the page cache
+// (the controllers' caches are still filling) with mapped; and a last
+// time with full, evicting them, once that has settled. The apiserver
+// puts one piece of start-up work off until after it is ready: the
+// admission plugins' first read of the OpenAPI v3 index, whose answer
+// they go on to digest (apiserver.Server.Settled). The last trim waits for
+// it, up to settleTime more: trimmed before that work, the control plane
+// idled ~20–40 MB higher.
+func trimAfterStartup(ctx context.Context, logger klog.Logger, sig startupSignals, mapped, full func() (int64, error)) {
+	wait := func(ch <-chan struct{}, timeout time.Duration) bool {
+		var t <-chan time.Time
+		if timeout > 0 {
+			tm := time.NewTimer(timeout)
+			defer tm.Stop()
+			t = tm.C
+		}
+		select {
+		case <-ch:
+		case <-t:
+		case <-ctx.Done():
+			return false
+		}
+		return true
+	}
+	trim(logger, "apiserver", mapped)
+	if !wait(sig.controllers, 0) {
+		return
+	}
+	if sig.node != nil && !wait(sig.node, 0) {
+		return
+	}
+	trim(logger, "all", mapped)
+	if !wait(nil, settleTime) || !wait(sig.apiSettled, settleTime) || !wait(nil, digestTime) {
+		return
+	}
+	trim(logger, "settled", full)
+}
+
 func trim(logger klog.Logger, after string, trimFn func() (int64, error)) {
 	if n, err := trimFn(); err != nil {
 		logger.V(2).Info("Could not trim start-up memory", "err", err)

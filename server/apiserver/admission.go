@@ -48,7 +48,7 @@ func (d *dependencies) applyAdmission(gc *genericapiserver.RecommendedConfig) er
 	if err != nil {
 		return fmt.Errorf("admission client: %w", err)
 	}
-	client, err := kubernetes.NewForConfig(holdFirstOpenAPIIndex(gc.LoopbackClientConfig, d.ready, openAPIPollPeriod))
+	client, err := kubernetes.NewForConfig(holdFirstOpenAPIIndex(gc.LoopbackClientConfig, d.ready, openAPIPollPeriod, d.openAPIRead))
 	if err != nil {
 		return fmt.Errorf("admission client: %w", err)
 	}
@@ -63,7 +63,8 @@ func (d *dependencies) applyAdmission(gc *genericapiserver.RecommendedConfig) er
 const openAPIPollPeriod = 5 * time.Second
 
 // holdFirstOpenAPIIndex returns a copy of cfg whose first GET of the
-// /openapi/v3 index waits until ready is closed and then period more.
+// /openapi/v3 index waits until ready is closed and then period more; done
+// is closed once that read has been answered (or has failed).
 //
 // The MutatingAdmissionPolicy plugin reads that index as soon as it starts
 // and then every period, to learn which documents changed. The index holds
@@ -73,7 +74,9 @@ const openAPIPollPeriod = 5 * time.Second
 // Held, the first read comes one poll period after start-up instead, as if
 // the poll were not immediate. Only the first: a plugin that needs a
 // document sooner (a policy on a custom resource) reads again, unheld.
-func holdFirstOpenAPIIndex(cfg *rest.Config, ready <-chan struct{}, period time.Duration) *rest.Config {
+// The server's last memory trim waits for done: the read's work would
+// otherwise come after it and stay resident.
+func holdFirstOpenAPIIndex(cfg *rest.Config, ready <-chan struct{}, period time.Duration, done chan<- struct{}) *rest.Config {
 	out := rest.CopyConfig(cfg)
 	var held atomic.Bool
 	prev := out.WrapTransport
@@ -83,6 +86,7 @@ func holdFirstOpenAPIIndex(cfg *rest.Config, ready <-chan struct{}, period time.
 		}
 		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			if req.Method == http.MethodGet && req.URL.Path == "/openapi/v3" && held.CompareAndSwap(false, true) {
+				defer close(done)
 				select {
 				case <-ready:
 				case <-req.Context().Done():

@@ -31,9 +31,9 @@ func TestHoldFirstOpenAPIIndex(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	ready := make(chan struct{})
+	ready, done := make(chan struct{}), make(chan struct{})
 	const period = 200 * time.Millisecond
-	c, err := kubernetes.NewForConfig(holdFirstOpenAPIIndex(&rest.Config{Host: srv.URL}, ready, period))
+	c, err := kubernetes.NewForConfig(holdFirstOpenAPIIndex(&rest.Config{Host: srv.URL}, ready, period, done))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +48,11 @@ func TestHoldFirstOpenAPIIndex(t *testing.T) {
 	if n := index.Load(); n != 0 {
 		t.Fatalf("index read %d times before the server was ready", n)
 	}
+	select {
+	case <-done:
+		t.Fatal("done before the held read was answered")
+	default:
+	}
 	readyAt := time.Now()
 	close(ready)
 	if err := <-first; err != nil {
@@ -55,6 +60,11 @@ func TestHoldFirstOpenAPIIndex(t *testing.T) {
 	}
 	if waited := time.Since(readyAt); waited < period {
 		t.Errorf("first index read came %v after ready, want at least %v", waited, period)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("done not closed after the held read was answered")
 	}
 	start := time.Now()
 	if _, err := c.Discovery().OpenAPIV3().Paths(); err != nil {
@@ -72,7 +82,8 @@ func TestHoldFirstOpenAPIIndex(t *testing.T) {
 func TestHoldFirstOpenAPIIndexCancelled(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }))
 	defer srv.Close()
-	cfg := holdFirstOpenAPIIndex(&rest.Config{Host: srv.URL}, make(chan struct{}), time.Hour)
+	done := make(chan struct{})
+	cfg := holdFirstOpenAPIIndex(&rest.Config{Host: srv.URL}, make(chan struct{}), time.Hour, done)
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -86,5 +97,10 @@ func TestHoldFirstOpenAPIIndexCancelled(t *testing.T) {
 	}
 	if err == nil || ctx.Err() == nil {
 		t.Fatalf("held read returned %v before its context ended", err)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("done not closed after the held read gave up")
 	}
 }

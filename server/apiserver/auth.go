@@ -43,6 +43,9 @@ type dependencies struct {
 	informers informers.SharedInformerFactory
 	// ready is closed once the server has started (Server.Ready).
 	ready <-chan struct{}
+	// openAPIRead is closed once the admission plugins' first, held read
+	// of the OpenAPI v3 index is over (Server.Settled).
+	openAPIRead chan<- struct{}
 
 	logger klog.Logger
 	// serviceAllocators hand out cluster IPs and node ports.

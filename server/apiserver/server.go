@@ -37,8 +37,9 @@ import (
 
 // Server is the k1s API server.
 type Server struct {
-	cfg   Config
-	ready chan struct{}
+	cfg     Config
+	ready   chan struct{}
+	settled chan struct{}
 }
 
 // New validates cfg and returns a server. It starts nothing.
@@ -47,12 +48,18 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, ready: make(chan struct{})}, nil
+	return &Server{cfg: cfg, ready: make(chan struct{}), settled: make(chan struct{})}, nil
 }
 
 // Ready is closed once the server serves requests and its bootstrap objects
 // (system namespaces, default RBAC, the kubernetes service) exist.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Settled is closed once the work start-up puts off until after Ready is
+// done: the admission plugins' first read of the OpenAPI v3 index, one
+// poll period after Ready. It is never closed when no plugin reads the
+// index.
+func (s *Server) Settled() <-chan struct{} { return s.settled }
 
 // Run serves until ctx is cancelled, then shuts down gracefully.
 func (s *Server) Run(ctx context.Context) error {
@@ -78,7 +85,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	defer shared.release()
-	deps := &dependencies{cfg: &s.cfg, client: client, informers: factory, logger: logger, ready: s.ready,
+	deps := &dependencies{cfg: &s.cfg, client: client, informers: factory, logger: logger, ready: s.ready, openAPIRead: s.settled,
 		serviceAllocators: &service.Allocators{
 			IPs:   service.NewIPAllocator(etcdClient.Client, s.cfg.EtcdPrefix+"/k1s/serviceips/", s.cfg.ServiceCIDR),
 			Ports: service.NewPortAllocator(etcdClient.Client, s.cfg.EtcdPrefix+"/k1s/nodeports/", s.cfg.NodePortRange),

@@ -40,7 +40,9 @@ assets: shim pause-image
 
 # The shim is built with Go's previous garbage collector: the "green tea"
 # collector, the default since Go 1.26, keeps ~0.1 MB more per shim, i.e.
-# per pod (docs/BENCHMARKS.md). k1s itself keeps the default.
+# per pod (docs/BENCHMARKS.md). k1s itself keeps the default. This is a Go
+# experiment: a later Go may drop it, and then rejects the setting and
+# this line must go.
 shim:
 	GOEXPERIMENT=nogreenteagc $(GO) build -tags $(TAGS) $(SMALL) -o $(SHIM) ./embed/containerd/shim
 

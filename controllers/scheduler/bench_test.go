@@ -17,10 +17,7 @@ import (
 //
 //	go test -run - -bench SchedulingCycle ./controllers/scheduler
 func BenchmarkSchedulingCycle(b *testing.B) {
-	cfg := Config{}
-	cfg.SetDefaults()
-	s := &Scheduler{cfg: cfg, cache: newSchedCache(), snap: newSnapshot(), nominator: newNominator(),
-		par: newParallelizer(cfg.Parallelism), rnd: rand.New(rand.NewPCG(1, 2))}
+	s := newCycleScheduler()
 	for i := 0; i < 1000; i++ {
 		s.cache.addNode(makeNode(fmt.Sprintf("node-%04d", i), "400", "1600Gi", nodeLabels("zone", fmt.Sprintf("z%d", i%3))))
 	}
@@ -42,14 +39,21 @@ func BenchmarkSchedulingCycle(b *testing.B) {
 	}
 }
 
+// newCycleScheduler returns a scheduler with the default configuration
+// and no informers, client or queue: enough to run findNode on what its
+// cache holds.
+func newCycleScheduler() *Scheduler {
+	cfg := Config{}
+	cfg.SetDefaults()
+	return &Scheduler{cfg: cfg, cache: newSchedCache(), snap: newSnapshot(), nominator: newNominator(),
+		par: newParallelizer(cfg.Parallelism), rnd: rand.New(rand.NewPCG(1, 2))}
+}
+
 // TestCyclesReuseBuffers runs cycles of different outcomes one after the
 // other on one scheduler, whose scratch slices carry over: each cycle's
 // answer must be what it would be on its own.
 func TestCyclesReuseBuffers(t *testing.T) {
-	cfg := Config{}
-	cfg.SetDefaults()
-	s := &Scheduler{cfg: cfg, cache: newSchedCache(), snap: newSnapshot(), nominator: newNominator(),
-		par: newParallelizer(cfg.Parallelism), rnd: rand.New(rand.NewPCG(1, 2))}
+	s := newCycleScheduler()
 	for i := 0; i < 150; i++ {
 		disk := "hdd"
 		if i%10 == 0 {

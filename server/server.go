@@ -490,7 +490,6 @@ var settleTime = 5 * time.Second
 // trim.
 var digestTime = 2 * time.Second
 
-// trim gives back start-up memory (see internal/memtrim).
 // startupSignals are what trimAfterStartup waits for; a nil node means
 // no node agent.
 type startupSignals struct {
@@ -537,6 +536,7 @@ func trimAfterStartup(ctx context.Context, logger klog.Logger, sig startupSignal
 	trim(logger, "settled", full)
 }
 
+// trim gives back start-up memory (see internal/memtrim).
 func trim(logger klog.Logger, after string, trimFn func() (int64, error)) {
 	if n, err := trimFn(); err != nil {
 		logger.V(2).Info("Could not trim start-up memory", "err", err)

@@ -12,6 +12,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
@@ -37,15 +38,6 @@ type fakeRuntime struct {
 	pfReqs     []*runtimeapi.PortForwardRequest
 }
 
-func matchLabels(sel, labels map[string]string) bool {
-	for k, v := range sel {
-		if labels[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
 func (f *fakeRuntime) ListContainers(_ context.Context, filter *runtimeapi.ContainerFilter) ([]*runtimeapi.Container, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -54,7 +46,7 @@ func (f *fakeRuntime) ListContainers(_ context.Context, filter *runtimeapi.Conta
 		if filter.GetState() != nil && filter.GetState().GetState() != c.State {
 			continue
 		}
-		if !matchLabels(filter.GetLabelSelector(), c.Labels) {
+		if !labels.SelectorFromSet(filter.GetLabelSelector()).Matches(labels.Set(c.Labels)) {
 			continue
 		}
 		out = append(out, c)
@@ -80,7 +72,7 @@ func (f *fakeRuntime) ListPodSandbox(_ context.Context, filter *runtimeapi.PodSa
 		if filter.GetState() != nil && filter.GetState().GetState() != sb.State {
 			continue
 		}
-		if !matchLabels(filter.GetLabelSelector(), sb.Labels) {
+		if !labels.SelectorFromSet(filter.GetLabelSelector()).Matches(labels.Set(sb.Labels)) {
 			continue
 		}
 		out = append(out, sb)

@@ -66,11 +66,8 @@ func scorePlugins(cs *cycleState, feasible []*nodeInfo, snap *snapshot, ns names
 }
 
 // prioritize returns each node's weighted total over the plugins. Its
-// slices are made in *buf (nil: new ones), which the next call reuses.
+// slices are made in *buf, which the next call reuses.
 func prioritize(plugins []scorePlugin, nodes []*nodeInfo, par parallelizer, buf *[]int64) []int64 {
-	if buf == nil {
-		buf = new([]int64)
-	}
 	n := len(nodes)
 	all := reuse(buf, (len(plugins)+1)*n)
 	totals := all[:n:n]

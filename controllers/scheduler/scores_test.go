@@ -315,7 +315,7 @@ func TestPrioritizeAndSelectHost(t *testing.T) {
 		{name: "b", weight: 1, score: func(n *nodeInfo) int64 { return map[string]int64{"n0": 5, "n1": 0, "n2": 10}[n.name] },
 			normalize: func(s []int64, _ []*nodeInfo) { defaultNormalize(s, false) }},
 	}
-	totals := prioritize(plugins, nodes, parallelizer{workers: 4}, nil)
+	totals := prioritize(plugins, nodes, parallelizer{workers: 4}, new([]int64))
 	// a: 20, 100, 100; b normalized: 50, 0, 100.
 	if want := []int64{70, 100, 200}; !reflect.DeepEqual(totals, want) {
 		t.Fatalf("totals %v, want %v", totals, want)

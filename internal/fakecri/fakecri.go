@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/utils/clock"
@@ -232,15 +233,6 @@ func (f *Runtime) PodSandboxStatus(_ context.Context, id string, _ bool) (*runti
 	return &runtimeapi.PodSandboxStatusResponse{Status: st}, nil
 }
 
-func matches(sel, labels map[string]string) bool {
-	for k, v := range sel {
-		if labels[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
 func (f *Runtime) ListPodSandbox(_ context.Context, filter *runtimeapi.PodSandboxFilter) ([]*runtimeapi.PodSandbox, error) {
 	f.Lock()
 	defer f.Unlock()
@@ -249,7 +241,7 @@ func (f *Runtime) ListPodSandbox(_ context.Context, filter *runtimeapi.PodSandbo
 	}
 	var out []*runtimeapi.PodSandbox
 	for id, sb := range f.Sandboxes {
-		if !matches(filter.GetLabelSelector(), sb.Cfg.Labels) {
+		if !labels.SelectorFromSet(filter.GetLabelSelector()).Matches(labels.Set(sb.Cfg.Labels)) {
 			continue
 		}
 		out = append(out, &runtimeapi.PodSandbox{Id: id, Metadata: sb.Cfg.Metadata, State: sb.State, CreatedAt: sb.CreatedAt, Labels: sb.Cfg.Labels})
@@ -330,7 +322,7 @@ func (f *Runtime) ListContainers(_ context.Context, filter *runtimeapi.Container
 	}
 	var out []*runtimeapi.Container
 	for id, c := range f.Containers {
-		if !matches(filter.GetLabelSelector(), c.Cfg.Labels) {
+		if !labels.SelectorFromSet(filter.GetLabelSelector()).Matches(labels.Set(c.Cfg.Labels)) {
 			continue
 		}
 		out = append(out, &runtimeapi.Container{Id: id, PodSandboxId: c.SandboxID, Metadata: c.Cfg.Metadata, State: c.State, CreatedAt: c.CreatedAt, Labels: c.Cfg.Labels, Annotations: c.Cfg.Annotations})

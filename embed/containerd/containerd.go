@@ -28,9 +28,10 @@ const systemPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 // containerd --config <file>`. Containers outlive it: their shims are not
 // its children, and a restarted containerd reconnects to them.
 type Containerd struct {
-	cfg    Config
-	assets fs.FS
-	ready  chan struct{}
+	cfg     Config
+	assets  fs.FS
+	stateFS StateFS
+	ready   chan struct{}
 }
 
 // New validates cfg (after filling defaults) and resolves the executable.
@@ -47,7 +48,7 @@ func New(cfg Config) (*Containerd, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Containerd{cfg: cfg, assets: bundled, ready: make(chan struct{})}, nil
+	return &Containerd{cfg: cfg, assets: bundled, stateFS: newMachineStateFS(), ready: make(chan struct{})}, nil
 }
 
 // Config returns the configuration with defaults filled in.
@@ -59,8 +60,9 @@ func (c *Containerd) Endpoint() string { return c.cfg.Endpoint() }
 // Ready is closed once containerd answers CRI Version calls.
 func (c *Containerd) Ready() <-chan struct{} { return c.ready }
 
-// Run extracts the bundled shim, writes the config, starts containerd and
-// blocks. It returns nil once ctx is cancelled and containerd has stopped
+// Run extracts the bundled shim, puts the state directory on a tmpfs when
+// it is not on one (see ensureStateTmpfs), writes the config, starts
+// containerd and blocks. It returns nil once ctx is cancelled and containerd has stopped
 // (SIGTERM, then SIGKILL after StopTimeout), and an error if containerd
 // fails to start or exits by itself. Call it once; a restart is a new
 // Containerd.
@@ -72,11 +74,17 @@ func (c *Containerd) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := os.MkdirAll(cfg.State, 0o711); err != nil {
+		return fmt.Errorf("create %s: %w", cfg.State, err)
+	}
+	if _, err := ensureStateTmpfs(logger, cfg.State, c.stateFS); err != nil {
+		logger.Error(err, "containerd's state stays on disk")
+	}
 	for _, d := range []struct {
 		path string
 		mode os.FileMode
 	}{
-		{cfg.Root, 0o700}, {cfg.State, 0o711}, {filepath.Dir(cfg.Socket), 0o711},
+		{cfg.Root, 0o700}, {filepath.Dir(cfg.Socket), 0o711},
 		{filepath.Dir(cfg.ConfigFile), 0o755}, {filepath.Dir(cfg.LogFile), 0o755},
 		{filepath.Dir(cfg.PidFile), 0o755}, {cfg.CNIConfDir, 0o755}, {cfg.ImagesDir, 0o755},
 	} {

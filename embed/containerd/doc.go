@@ -5,7 +5,8 @@
 // generated on every start from Config: CRI plugin with the runc runtime
 // (cgroupfs, restrict_oom_score_adj), the overlayfs snapshotter, the
 // sandbox image k1s.local/pause:3.10, no registry configuration at all,
-// state under /run/k1s/containerd and its socket at
+// state under /run/k1s/containerd (on a tmpfs: k1s mounts one there when
+// the directory is on disk and nothing in it is in use) and its socket at
 // /run/k1s/containerd/containerd.sock. Containers outlive it in their
 // shims; a restarted containerd re-adopts them.
 //

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
@@ -422,6 +423,12 @@ func TestContainerdRunsPodsAndReadoptsThemAfterRestart(t *testing.T) {
 	}
 	if pid, err := ReadPidFile(cfg.PidFile); err != nil || !alive(pid) {
 		t.Errorf("pid file %s: pid %d, %v; want containerd's", cfg.PidFile, pid, err)
+	}
+	// The state is in memory: on a tmpfs k1s mounted (this test's run
+	// directory is not on one) or on the machine's own.
+	var st unix.Statfs_t
+	if err := unix.Statfs(cfg.State, &st); err != nil || st.Type != unix.TMPFS_MAGIC {
+		t.Errorf("state %s: file system type %#x (%v), want tmpfs", cfg.State, st.Type, err)
 	}
 
 	// Images: the bundled pause image, an OCI layout and a gzipped docker

@@ -379,12 +379,21 @@ func killShims(cfg Config, sys System) error {
 	return errors.Join(errs...)
 }
 
-// unmountTargets picks the mount points strictly under one of dirs,
-// deepest first, each once.
-func unmountTargets(mounts, dirs []string) []string {
+// unmountTargets picks the mount points strictly under one of dirs, and
+// those that are one of own, deepest first, each once.
+func unmountTargets(mounts, dirs, own []string) []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, m := range mounts {
+		if seen[m] {
+			continue
+		}
+		for _, d := range own {
+			if m == filepath.Clean(d) {
+				seen[m] = true
+				out = append(out, m)
+			}
+		}
 		if seen[m] {
 			continue
 		}
@@ -408,8 +417,9 @@ func unmountTargets(mounts, dirs []string) []string {
 
 // unmountAll unmounts everything under the run directory and the agent
 // directory (containers' root filesystems, sandbox /dev/shm, network
-// namespaces, pod volumes). A mount point listed twice (stacked mounts)
-// is unmounted until it is gone.
+// namespaces, pod volumes), and the tmpfs k1s mounts on containerd's
+// state directory where that is not on one already. A mount point listed
+// twice (stacked mounts) is unmounted until it is gone.
 func unmountAll(cfg Config, sys System) error {
 	dirs := []string{cfg.RunDir, cfg.State, filepath.Join(cfg.DataDir, "agent")}
 	for _, g := range cfg.NetNSGlobs {
@@ -421,7 +431,7 @@ func unmountAll(cfg Config, sys System) error {
 		if err != nil {
 			return fmt.Errorf("list mounts: %w", err)
 		}
-		targets := unmountTargets(mounts, dirs)
+		targets := unmountTargets(mounts, dirs, []string{cfg.State})
 		if len(targets) == 0 {
 			return nil
 		}

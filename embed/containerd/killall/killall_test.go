@@ -325,13 +325,15 @@ func TestUnmountTargets(t *testing.T) {
 	mounts := []string{
 		"/", "/run/k1s", "/run/k1s/a", "/run/k1s/a/b/c", "/run/k1s/a/b", "/run/k1s-other/x",
 		"/var/lib/k1s/agent/pods/p/volumes/v", "/var/lib/k1s/agent/pods/p/volumes/v", "/var/lib/k1s/agent",
+		"/srv/state/n", "/srv/state", "/srv",
 	}
-	got := unmountTargets(mounts, []string{"/run/k1s", "/var/lib/k1s/agent/"})
+	got := unmountTargets(mounts, []string{"/run/k1s", "/var/lib/k1s/agent/"}, []string{"/srv/state/", "/run/k1s/a"})
 	want := []string{
 		"/var/lib/k1s/agent/pods/p/volumes/v",
 		"/run/k1s/a/b/c",
 		"/run/k1s/a/b",
 		"/run/k1s/a",
+		"/srv/state",
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("targets:\n got %q\nwant %q", got, want)

@@ -2,7 +2,8 @@
 // `k1s killall` does: the k1s process that runs containerd, every pod
 // sandbox and container (through containerd, so CNI tears their networks
 // down properly), containerd, any shim and container left over (by pid,
-// from containerd's state), the mounts under k1s's run and agent
+// from containerd's state, then by process: a runc shim serving k1s's
+// containerd socket), the mounts under k1s's run and agent
 // directories, the pod network namespaces, the CNI bridge and its veths,
 // and the iptables chains named CNI-*, KUBE-* and K1S-* with the rules that
 // jump to them. The data directory is left intact. Every step is safe
@@ -133,6 +134,8 @@ type System interface {
 	ReadPid(path string) (pid int, ok bool, err error)
 	// Process returns a live process; ok is false when pid does not exist.
 	Process(pid int) (p Process, ok bool, err error)
+	// Processes returns every live process.
+	Processes() ([]Process, error)
 	// Signal sends sig to pid.
 	Signal(pid int, sig syscall.Signal) error
 	// WaitGone waits until pid has exited or timeout passes; it reports
@@ -194,6 +197,7 @@ func Run(ctx context.Context, cfg Config, sys System) error {
 	fail(stopPods(ctx, cfg, sys))
 	fail(stopContainerd(ctx, cfg, sys))
 	fail(killShims(cfg, sys))
+	fail(killStrayShims(cfg, sys))
 	fail(unmountAll(cfg, sys))
 	fail(removeNetNS(cfg, sys))
 	fail(removeBridge(cfg, sys))
@@ -377,6 +381,61 @@ func killShims(cfg Config, sys System) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// shimExecutable is the runc shim's file name.
+const shimExecutable = "containerd-shim-runc-v2"
+
+// killStrayShims kills the runc shims of this containerd that its state
+// no longer names, with their containers: a shim whose task bundle was
+// already removed when containerd stopped (it never got its shutdown
+// call), or one whose state was lost. A stray shim is found as k3s's
+// killall finds shims: by process, here a process running the shim
+// executable with `-address <Socket>` among its arguments. The
+// containers' init processes are its children (the shim is their
+// subreaper); each is killed first, only while the shim is its parent.
+func killStrayShims(cfg Config, sys System) error {
+	procs, err := sys.Processes()
+	if err != nil {
+		return fmt.Errorf("list processes: %w", err)
+	}
+	children := map[int][]int{}
+	for _, p := range procs {
+		children[p.PPid] = append(children[p.PPid], p.Pid)
+	}
+	var errs []error
+	kill := func(pid int, what string) {
+		if err := sys.Signal(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("kill %s (pid %d): %w", what, pid, err))
+		}
+	}
+	for _, p := range procs {
+		if p.Pid == os.Getpid() || !isShimOf(p, cfg.Socket) {
+			continue
+		}
+		for _, c := range children[p.Pid] {
+			if cp, ok, _ := sys.Process(c); ok && cp.PPid == p.Pid {
+				kill(c, "container init of a stray shim")
+			}
+		}
+		kill(p.Pid, "stray shim")
+	}
+	return errors.Join(errs...)
+}
+
+// isShimOf reports whether p runs the runc shim for the containerd at
+// socket.
+func isShimOf(p Process, socket string) bool {
+	exe := strings.TrimSuffix(p.Exe, " (deleted)")
+	if filepath.Base(exe) != shimExecutable {
+		return false
+	}
+	for i := 0; i+1 < len(p.Args); i++ {
+		if p.Args[i] == "-address" && p.Args[i+1] == socket {
+			return true
+		}
+	}
+	return false
 }
 
 // unmountTargets picks the mount points strictly under one of dirs, and

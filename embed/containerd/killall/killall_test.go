@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -94,6 +95,15 @@ func (f *fakeSystem) ReadPid(path string) (int, bool, error) {
 func (f *fakeSystem) Process(pid int) (Process, bool, error) {
 	p, ok := f.procs[pid]
 	return p, ok, nil
+}
+
+func (f *fakeSystem) Processes() ([]Process, error) {
+	out := make([]Process, 0, len(f.procs))
+	for _, p := range f.procs {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Pid < out[j].Pid })
+	return out, nil
 }
 
 func (f *fakeSystem) Signal(pid int, sig syscall.Signal) error {
@@ -287,6 +297,33 @@ func TestRunKillsLeftoversWhenContainerdCannotStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"signal 301 killed (sleep)", "signal 300 killed (shim)"}
+	if !reflect.DeepEqual(f.actions, want) {
+		t.Errorf("actions:\n got %q\nwant %q", f.actions, want)
+	}
+}
+
+// A shim whose bundle is gone from containerd's state (its task was
+// deleted as containerd stopped, so it never got its shutdown call) is
+// found by process and killed with its container; another containerd's
+// shim, and a program that only looks like a shim, are left alone.
+func TestRunKillsStrayShimsByProcess(t *testing.T) {
+	f := newFake()
+	shim := "/var/lib/k1s/data/abc/bin/containerd-shim-runc-v2"
+	args := func(socket string) []string {
+		return []string{shim, "-namespace", "k8s.io", "-id", "x", "-address", socket}
+	}
+	f.procs[400] = Process{Pid: 400, PPid: 1, Exe: shim + " (deleted)", Args: args("/run/k1s/containerd/containerd.sock")}
+	f.procs[401] = Process{Pid: 401, PPid: 400, Exe: "/pause", Args: []string{"/pause"}}
+	f.procs[500] = Process{Pid: 500, PPid: 1, Exe: "/usr/bin/containerd-shim-runc-v2", Args: args("/run/containerd/containerd.sock")}
+	f.procs[501] = Process{Pid: 501, PPid: 500, Exe: "/pause", Args: []string{"/pause"}}
+	f.procs[600] = Process{Pid: 600, PPid: 1, Exe: "/usr/bin/python3", Args: args("/run/k1s/containerd/containerd.sock")}
+	if err := Run(context.Background(), testCfg, f); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"signal 401 killed (/pause)",
+		"signal 400 killed (" + strings.Join(args("/run/k1s/containerd/containerd.sock"), " ") + ")",
+	}
 	if !reflect.DeepEqual(f.actions, want) {
 		t.Errorf("actions:\n got %q\nwant %q", f.actions, want)
 	}

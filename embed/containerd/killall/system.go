@@ -117,6 +117,27 @@ func (m *machine) Process(pid int) (Process, bool, error) {
 	return p, true, nil
 }
 
+func (m *machine) Processes() ([]Process, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	var out []Process
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		p, ok, err := m.Process(pid)
+		if err != nil || !ok {
+			// Gone since the listing, or unreadable: not ours to stop.
+			continue
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 // procStat returns a process's parent pid and state letter.
 func procStat(pid int) (int, byte, error) {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))

@@ -93,6 +93,40 @@ func (s *Server) KillAll(t testing.TB) {
 	if err != nil {
 		t.Errorf("k1s killall: %v\n%s", err, out)
 	}
+	// No shim the server extracted into its data dir may outlive killall
+	// (killed processes take a moment to go).
+	var left []string
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left = processesRunningFrom(s.DataDir)
+		if len(left) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(left) > 0 {
+		t.Errorf("still running after k1s killall: %s", strings.Join(left, "; "))
+	}
+}
+
+// processesRunningFrom lists the live processes whose executable is under
+// dir, as "pid exe".
+func processesRunningFrom(dir string) []string {
+	entries, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range entries {
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err != nil || !strings.HasPrefix(exe, dir+"/") {
+			continue
+		}
+		if stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil {
+			if i := strings.LastIndexByte(string(stat), ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+				continue // exited, not yet reaped
+			}
+		}
+		out = append(out, e.Name()+" "+exe)
+	}
+	return out
 }
 
 // WaitNodeReady waits until the node reports Ready.

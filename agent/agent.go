@@ -70,6 +70,11 @@ type Deps struct {
 	// PodsAfter, when set, holds back pod workers until it is closed
 	// (images still being imported); nil: none.
 	PodsAfter <-chan struct{}
+	// APIReady, when set, holds back everything that needs the apiserver
+	// (the node's registration and status, its Node watch, the pods bound
+	// to it) until it is closed; static pods run meanwhile, as kubelet's
+	// do without an apiserver. nil: the apiserver is there now.
+	APIReady <-chan struct{}
 }
 
 // Agent runs the pods of one node.
@@ -87,6 +92,9 @@ type Agent struct {
 	workers  *podWorkers
 
 	ready chan struct{}
+	// sourcesReady is closed once the apiserver's pods and the static
+	// pod directory have each been read once.
+	sourcesReady chan struct{}
 
 	// nodeWatch watches this agent's own Node (watchNode runs it);
 	// housekeeping reads the Node from it too.
@@ -108,7 +116,7 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 	if deps.Clock == nil {
 		deps.Clock = clock.RealClock{}
 	}
-	a := &Agent{cfg: cfg, deps: deps, ready: make(chan struct{})}
+	a := &Agent{cfg: cfg, deps: deps, ready: make(chan struct{}), sourcesReady: make(chan struct{})}
 	var err error
 	if a.nodeWatch, err = nodewatch.New(deps.Client, cfg.NodeName); err != nil {
 		return nil, err
@@ -176,18 +184,46 @@ func (a *Agent) Run(ctx context.Context) error {
 			}
 		}()
 	}
-	goRun(a.node.Run)
+	// afterAPI runs fn once the apiserver is there.
+	afterAPI := func(fn func(context.Context) error) func(context.Context) error {
+		return func(ctx context.Context) error {
+			if a.deps.APIReady != nil {
+				select {
+				case <-a.deps.APIReady:
+				case <-ctx.Done():
+					return nil
+				}
+			}
+			return fn(ctx)
+		}
+	}
+	goRun(afterAPI(a.node.Run))
 	goRun(a.statuses.Run)
 	goRun(a.pleg.Run)
-	goRun(a.watchNode)
+	goRun(afterAPI(a.watchNode))
 
-	apiSynced := make(chan struct{})
-	wg.Add(2)
-	go func() { defer wg.Done(); pods.RunAPISource(ctx, a.deps.Client, a.cfg.NodeName, a.pods, apiSynced) }()
-	go func() {
-		defer wg.Done()
-		fs := &pods.FileSource{Dir: a.cfg.PodManifests, NodeName: a.cfg.NodeName}
+	apiSynced, fileSynced := make(chan struct{}), make(chan struct{})
+	goRun(afterAPI(func(ctx context.Context) error {
+		pods.RunAPISource(ctx, a.deps.Client, a.cfg.NodeName, a.pods, apiSynced)
+		return nil
+	}))
+	goRun(func(ctx context.Context) error {
+		fs := &pods.FileSource{Dir: a.cfg.PodManifests, NodeName: a.cfg.NodeName, Synced: fileSynced}
 		fs.Run(ctx, a.pods)
+		return nil
+	})
+	// Housekeeping stops the runtime's pods that no source has only once
+	// every source has been read: before, a pod bound to this node would
+	// look like an orphan while the apiserver cannot be reached.
+	go func() {
+		for _, c := range []chan struct{}{apiSynced, fileSynced} {
+			select {
+			case <-c:
+			case <-ctx.Done():
+				return
+			}
+		}
+		close(a.sourcesReady)
 	}()
 
 	if a.deps.PodsAfter != nil {
@@ -407,6 +443,14 @@ func (a *Agent) generateStatus(pod *corev1.Pod, rs *kuberuntime.PodStatus, waiti
 // orphaned volumes, trims back-off records and keeps mirror pods.
 func (a *Agent) housekeeping(ctx context.Context) {
 	logger := klog.FromContext(ctx)
+	a.runtime.GCBackOff()
+	a.syncMirrors(ctx)
+	select {
+	case <-a.sourcesReady:
+	default:
+		// A running pod no source has named yet may be one of them.
+		return
+	}
 	active := sets.New[types.UID]()
 	for _, p := range a.pods.Pods() {
 		active.Insert(p.UID)
@@ -426,7 +470,12 @@ func (a *Agent) housekeeping(ctx context.Context) {
 			logger.V(2).Info("Failed to clean orphaned volumes", "err", err)
 		}
 	}
-	a.runtime.GCBackOff()
+}
+
+// syncMirrors keeps the static pods' mirror pods, once the node is
+// registered.
+func (a *Agent) syncMirrors(ctx context.Context) {
+	logger := klog.FromContext(ctx)
 	select {
 	case <-a.node.Registered():
 		node, err := a.ownNode(ctx)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -377,6 +378,15 @@ func TestHousekeepingStopsOrphans(t *testing.T) {
 	ta.a.pleg.Relist(ctx)
 
 	ta.a.workers = newPodWorkers(ctx, ta.a.syncPod)
+	// Until every source has been read, a running pod no source names may
+	// still be one of theirs (the apiserver cannot be reached, say): it
+	// is left alone.
+	ta.a.housekeeping(ctx)
+	time.Sleep(100 * time.Millisecond)
+	if st, _ := ta.a.runtime.GetPodStatus(ctx, orphan.UID, orphan.Name, orphan.Namespace); len(st.Containers) != 1 {
+		t.Fatalf("housekeeping stopped a pod before the sources were read: %+v", st)
+	}
+	close(ta.a.sourcesReady)
 	ta.a.housekeeping(ctx)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -533,6 +543,69 @@ func TestRunHoldsPodsUntilPodsAfter(t *testing.T) {
 			t.Fatal("the pod did not start after PodsAfter was closed")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// Without the apiserver (APIReady not closed) the static pods run, as
+// kubelet's do; the node's registration and the pods bound to it wait
+// for it.
+func TestRunStartsStaticPodsWithoutTheAPIServer(t *testing.T) {
+	ta := newTestAgent(t)
+	apiReady := make(chan struct{})
+	ta.a.deps.APIReady = apiReady
+	manifest := "apiVersion: v1\nkind: Pod\nmetadata: {name: static-web}\nspec:\n  containers:\n  - {name: keeper, image: k1s.local/busybox:1.36, imagePullPolicy: Never}\n"
+	if err := os.MkdirAll(ta.a.cfg.PodManifests, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(ta.a.cfg.PodManifests, "web.yaml"), []byte(manifest), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pod := apiPod(corev1.RestartPolicyAlways, "k1s.local/busybox:1.36")
+	if _, err := ta.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ta.a.Run(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	running := func(name string) bool {
+		for _, n := range ta.rt.ContainerNames() {
+			if strings.HasSuffix(n, "-"+name+"-0") {
+				return true
+			}
+		}
+		return false
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; containers %q", what, ta.rt.ContainerNames())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	waitFor("the static pod's container", func() bool { return running("keeper") })
+	time.Sleep(100 * time.Millisecond)
+	if running("app") {
+		t.Error("a pod bound to the node started before the apiserver was there")
+	}
+	if nodes, _ := ta.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); len(nodes.Items) != 0 {
+		t.Errorf("the node registered before the apiserver was there: %v", nodes.Items)
+	}
+
+	close(apiReady)
+	waitFor("the pod bound to the node", func() bool { return running("app") })
+	waitFor("the node's registration", func() bool {
+		_, err := ta.client.CoreV1().Nodes().Get(ctx, "node1", metav1.GetOptions{})
+		return err == nil
+	})
+	if !running("keeper") {
+		t.Error("the static pod's container is gone")
 	}
 }
 

@@ -43,6 +43,10 @@ type NodeConfig struct {
 	// registration, status or network) until it is closed: the embedded
 	// runtime closes it once the air-gap images are imported.
 	PodsAfter <-chan struct{}
+	// APIReady, when set, is closed once the apiserver serves: the node
+	// contacts it only then. Static pods do not wait for it. nil: the
+	// apiserver is there now.
+	APIReady <-chan struct{}
 }
 
 // Node is a running node: a supervised component.
@@ -91,7 +95,24 @@ func (n *Node) Run(ctx context.Context) error {
 	factory := informers.NewSharedInformerFactory(client, 10*time.Minute)
 	env := &envSource{client: client, services: factory.Core().V1().Services().Lister()}
 	svcSynced := factory.Core().V1().Services().Informer().HasSynced
-	factory.Start(ctx.Done())
+	// The agent contacts the apiserver once it serves and the services
+	// are listed (pods bound to the node need them for their
+	// environment); static pods run meanwhile, without service variables
+	// until then, as kubelet's do.
+	apiSynced := make(chan struct{})
+	go func() {
+		if n.cfg.APIReady != nil {
+			select {
+			case <-n.cfg.APIReady:
+			case <-ctx.Done():
+				return
+			}
+		}
+		factory.Start(ctx.Done())
+		if cachesync.WaitForCacheSync(ctx, svcSynced) {
+			close(apiSynced)
+		}
+	}()
 
 	vols, err := volume.New(volume.Config{
 		PodsDir:       filepath.Join(n.cfg.Agent.AgentDir(), "pods"),
@@ -112,6 +133,7 @@ func (n *Node) Run(ctx context.Context) error {
 		Env:       env,
 		Clock:     clock.RealClock{},
 		PodsAfter: n.cfg.PodsAfter,
+		APIReady:  apiSynced,
 	})
 	if err != nil {
 		return err
@@ -131,9 +153,6 @@ func (n *Node) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The node's start (and so node Ready) waits on this.
-	cachesync.WaitForCacheSync(ctx, svcSynced)
-
 	var wg sync.WaitGroup
 	errs := make(chan error, 3)
 	for name, run := range map[string]func(context.Context) error{"agent": agent.Run, "agent API": api.Run, "log rotation": rotation.Run} {

@@ -64,8 +64,9 @@ func (r *runtimeWithImages) Run(ctx context.Context) error {
 }
 
 // nodeComponents builds the embedded node: containerd (unless an external
-// runtime is named) and the agent with its API server.
-func (s *Server) nodeComponents(cluster *pki.Cluster, local string) (runtime *runtimeWithImages, node *agent.Node, err error) {
+// runtime is named) and the agent with its API server. apiReady is closed
+// once the apiserver serves.
+func (s *Server) nodeComponents(cluster *pki.Cluster, local string, apiReady <-chan struct{}) (runtime *runtimeWithImages, node *agent.Node, err error) {
 	endpoint := s.cfg.ContainerRuntimeEndpoint
 	if endpoint == "" {
 		c, err := containerd.New(containerd.Config{DataDir: s.cfg.DataDir})
@@ -127,6 +128,7 @@ func (s *Server) nodeComponents(cluster *pki.Cluster, local string) (runtime *ru
 		Logs:        logs.Config{MaxSize: s.cfg.ContainerLogMaxSize, MaxFiles: s.cfg.ContainerLogMaxFiles},
 		ClusterCIDR: s.p.clusterCIDR,
 		PodsAfter:   podsAfter,
+		APIReady:    apiReady,
 	}, restCfg)
 	if err != nil {
 		return nil, nil, err

@@ -365,17 +365,29 @@ func (s *Server) Run(ctx context.Context) error {
 	var tiers []supervisor.Tier
 	var runtime *runtimeWithImages
 	var node *agent.Node
+	apiReady := make(chan struct{})
 	if !s.cfg.DisableAgent {
-		if runtime, node, err = s.nodeComponents(cluster, local); err != nil {
+		if runtime, node, err = s.nodeComponents(cluster, local, apiReady); err != nil {
 			return err
 		}
 	}
 	first := supervisor.Tier{}
 	if runtime != nil {
-		// containerd needs nothing from the control plane: start it with
-		// etcd, but let the apiserver start as soon as etcd is ready (the
-		// node waits for containerd itself).
-		first = append(first, supervisor.Named{Name: "containerd", Component: notGating{runtime}})
+		// containerd needs nothing from the control plane: it starts first
+		// and gates nothing (the node waits for it itself). In a tier of
+		// its own, it stops after the node.
+		tiers = append(tiers, supervisor.Tier{{Name: "containerd", Component: notGating{runtime}}})
+	}
+	if node != nil {
+		// The node starts with etcd, not after the apiserver: its static
+		// pods run without the apiserver, as kubelet's do; it contacts the
+		// apiserver once apiReady is closed. It gates nothing, and stops
+		// after the apiserver.
+		var n supervisor.Component = node
+		if runtime != nil {
+			n = afterReady{dep: runtime.Ready(), Node: node}
+		}
+		first = append(first, supervisor.Named{Name: "node", Component: notGating{n}})
 	}
 	etcdServers := strings.Split(s.cfg.DatastoreEndpoint, ",")
 	etcdCA, etcdCert, etcdKey := s.cfg.DatastoreCAFile, s.cfg.DatastoreCertFile, s.cfg.DatastoreKeyFile
@@ -455,16 +467,13 @@ func (s *Server) Run(ctx context.Context) error {
 			return err
 		}
 		labeler := &controlPlaneLabeler{client: kubernetes.NewForConfigOrDie(adminCfg), nodeName: s.cfg.NodeName}
-		var n supervisor.Component = node
-		if runtime != nil {
-			n = afterReady{dep: runtime.Ready(), Node: node}
-		}
-		last = append(last, supervisor.Named{Name: "node", Component: n}, supervisor.Named{Name: "node-labels", Component: ignoreCancel{labeler}})
+		last = append(last, supervisor.Named{Name: "node-labels", Component: ignoreCancel{labeler}})
 	}
 	tiers = append(tiers, last)
 	go func() {
 		select {
 		case <-api.Ready():
+			close(apiReady)
 			close(s.ready)
 		case <-ctx.Done():
 			return

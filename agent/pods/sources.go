@@ -59,6 +59,9 @@ type FileSource struct {
 	NodeName string
 	// Period is how often the directory is re-read. Default 20s.
 	Period time.Duration
+	// Synced, when set, is closed once the directory has been read the
+	// first time.
+	Synced chan<- struct{}
 }
 
 // settle is how long a burst of changes in the directory is let finish
@@ -86,6 +89,10 @@ func (f *FileSource) Run(ctx context.Context, m *Manager) {
 			logger.Error(err, "Invalid static pod manifest")
 		}
 		m.SetStaticPods(pods)
+		if f.Synced != nil {
+			close(f.Synced)
+			f.Synced = nil
+		}
 		select {
 		case <-ctx.Done():
 			return

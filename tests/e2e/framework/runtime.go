@@ -37,3 +37,30 @@ func RuntimeObjects(t testing.TB, labels map[string]string) (sandboxes, containe
 	}
 	return len(sbs.Items), len(cs.Containers)
 }
+
+// RunningContainers returns the ids of the running containers whose labels
+// include every one of labels.
+func RunningContainers(t testing.TB, labels map[string]string) []string {
+	t.Helper()
+	conn, err := grpc.NewClient("unix://"+RuntimeSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatalf("connect to %s: %v", RuntimeSocket, err)
+	}
+	defer conn.Close()
+	rs := runtimeapi.NewRuntimeServiceClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := rs.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
+		LabelSelector: labels,
+		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},
+	}})
+	if err != nil {
+		// containerd not (yet) answering: nothing runs that we can see.
+		return nil
+	}
+	var ids []string
+	for _, c := range cs.Containers {
+		ids = append(ids, c.Id)
+	}
+	return ids
+}

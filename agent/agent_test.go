@@ -98,6 +98,24 @@ func newTestAgent(t *testing.T) *testAgent {
 	return ta
 }
 
+// runWithAPIPod creates pod in the API and runs the agent until the test
+// ends; it returns the run's context.
+func (ta *testAgent) runWithAPIPod(t *testing.T, pod *corev1.Pod) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	if _, err := ta.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- ta.a.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return ctx
+}
+
 func apiPod(policy corev1.RestartPolicy, image string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", UID: "uid-1"},
@@ -509,17 +527,8 @@ func TestRunHoldsPodsUntilPodsAfter(t *testing.T) {
 	ta := newTestAgent(t)
 	release := make(chan struct{})
 	ta.a.deps.PodsAfter = release
-	ctx, cancel := context.WithCancel(context.Background())
 	pod := apiPod(corev1.RestartPolicyAlways, "k1s.local/busybox:1.36")
-	if _, err := ta.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- ta.a.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	ta.runWithAPIPod(t, pod)
 
 	// The pod reaches the pod manager, but no sandbox is made.
 	deadline := time.Now().Add(10 * time.Second)
@@ -560,17 +569,8 @@ func TestRunStartsStaticPodsWithoutTheAPIServer(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ta.a.cfg.PodManifests, "web.yaml"), []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	pod := apiPod(corev1.RestartPolicyAlways, "k1s.local/busybox:1.36")
-	if _, err := ta.client.CoreV1().Pods(pod.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- ta.a.Run(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	ctx := ta.runWithAPIPod(t, pod)
 	running := func(name string) bool {
 		for _, n := range ta.rt.ContainerNames() {
 			if strings.HasSuffix(n, "-"+name+"-0") {

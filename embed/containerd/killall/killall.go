@@ -393,7 +393,7 @@ const shimExecutable = "containerd-shim-runc-v2"
 // killall finds shims: by process, here a process running the shim
 // executable with `-address <Socket>` among its arguments. The
 // containers' init processes are its children (the shim is their
-// subreaper); each is killed first, only while the shim is its parent.
+// subreaper), taken from the same listing; each is killed first.
 func killStrayShims(cfg Config, sys System) error {
 	procs, err := sys.Processes()
 	if err != nil {
@@ -414,9 +414,7 @@ func killStrayShims(cfg Config, sys System) error {
 			continue
 		}
 		for _, c := range children[p.Pid] {
-			if cp, ok, _ := sys.Process(c); ok && cp.PPid == p.Pid {
-				kill(c, "container init of a stray shim")
-			}
+			kill(c, "container init of a stray shim")
 		}
 		kill(p.Pid, "stray shim")
 	}

@@ -13,20 +13,26 @@ import (
 // RuntimeSocket is the CRI socket of the embedded containerd.
 const RuntimeSocket = "/run/k1s/containerd/containerd.sock"
 
+// runtimeClient connects to the embedded containerd's CRI; done closes
+// the connection and ends ctx (10 s).
+func runtimeClient(t testing.TB) (rs runtimeapi.RuntimeServiceClient, ctx context.Context, done func()) {
+	t.Helper()
+	conn, err := grpc.NewClient("unix://"+RuntimeSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatalf("connect to %s: %v", RuntimeSocket, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	return runtimeapi.NewRuntimeServiceClient(conn), ctx, func() { cancel(); conn.Close() }
+}
+
 // RuntimeObjects counts the pod sandboxes and the containers the container
 // runtime holds (in any state) whose labels include every one of labels,
 // e.g. {"io.kubernetes.pod.namespace": "ns"}: what is left of pods on the
 // machine, independent of what the API says.
 func RuntimeObjects(t testing.TB, labels map[string]string) (sandboxes, containers int) {
 	t.Helper()
-	conn, err := grpc.NewClient("unix://"+RuntimeSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatalf("connect to %s: %v", RuntimeSocket, err)
-	}
-	defer conn.Close()
-	rs := runtimeapi.NewRuntimeServiceClient(conn)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	rs, ctx, done := runtimeClient(t)
+	defer done()
 	sbs, err := rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: labels}})
 	if err != nil {
 		t.Fatalf("list pod sandboxes: %v", err)
@@ -42,14 +48,8 @@ func RuntimeObjects(t testing.TB, labels map[string]string) (sandboxes, containe
 // include every one of labels.
 func RunningContainers(t testing.TB, labels map[string]string) []string {
 	t.Helper()
-	conn, err := grpc.NewClient("unix://"+RuntimeSocket, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatalf("connect to %s: %v", RuntimeSocket, err)
-	}
-	defer conn.Close()
-	rs := runtimeapi.NewRuntimeServiceClient(conn)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
+	rs, ctx, done := runtimeClient(t)
+	defer done()
 	cs, err := rs.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{
 		LabelSelector: labels,
 		State:         &runtimeapi.ContainerStateValue{State: runtimeapi.ContainerState_CONTAINER_RUNNING},

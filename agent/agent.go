@@ -132,6 +132,7 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 		Hostname:       hostname,
 		ClusterDNS:     cfg.ClusterDNS,
 		ClusterDomain:  cfg.ClusterDomain,
+		ResolvConf:     cfg.ResolvConf,
 		MemoryCapacity: nodestatus.MemoryBytes(),
 	}, deps.Runtime, deps.Images, deps.Volumes, deps.Env, a.recorder, deps.Clock)
 	if err != nil {

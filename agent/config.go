@@ -35,6 +35,9 @@ type Config struct {
 	// ClusterDNS and ClusterDomain shape pods' resolv.conf. Default 10.43.0.10, cluster.local.
 	ClusterDNS    []string
 	ClusterDomain string
+	// ResolvConf is the node's resolver configuration, for dnsPolicy:
+	// Default pods (--resolv-conf). Default /etc/resolv.conf.
+	ResolvConf string
 	// MaxPods is the node's pod capacity. Default 110.
 	MaxPods int64
 	// AgentPort is the agent API port published in the node's status. Default 10250.

@@ -19,12 +19,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/component-base/metrics"
 	criclient "k8s.io/cri-client/pkg"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"github.com/k1s/k1s/agent/logs"
 	"github.com/k1s/k1s/agent/network"
+	"github.com/k1s/k1s/agent/proxy"
 	agentserver "github.com/k1s/k1s/agent/server"
 	"github.com/k1s/k1s/agent/volume"
 	"github.com/k1s/k1s/internal/cachesync"
@@ -47,27 +49,42 @@ type NodeConfig struct {
 	// contacts it only then. Static pods do not wait for it. nil: the
 	// apiserver is there now.
 	APIReady <-chan struct{}
+	// Proxy configures the service proxy; nil runs none
+	// (--disable-kube-proxy).
+	Proxy *proxy.Config
 }
 
 // Node is a running node: a supervised component.
 type Node struct {
-	cfg      NodeConfig
-	restCfg  *rest.Config
-	ready    chan struct{}
-	readyErr error
+	cfg          NodeConfig
+	restCfg      *rest.Config
+	proxyRestCfg *rest.Config
+	ready        chan struct{}
+	readyErr     error
 }
 
-// NewNode validates cfg; restCfg authenticates as the node. It starts nothing.
-func NewNode(cfg NodeConfig, restCfg *rest.Config) (*Node, error) {
+// NewNode validates cfg; restCfg authenticates as the node, proxyRestCfg
+// as the service proxy (system:kube-proxy), which reads every Service and
+// EndpointSlice (nil: restCfg). It starts nothing.
+func NewNode(cfg NodeConfig, restCfg, proxyRestCfg *rest.Config) (*Node, error) {
 	cfg.Agent.SetDefaults()
 	if err := cfg.Agent.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Proxy != nil {
+		cfg.Proxy.SetDefaults()
+		if err := cfg.Proxy.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	if proxyRestCfg == nil {
+		proxyRestCfg = restCfg
 	}
 	if cfg.ClusterCIDR == nil {
 		_, cfg.ClusterCIDR, _ = net.ParseCIDR("10.42.0.0/16")
 	}
 	cfg.Server.NodeName = cfg.Agent.NodeName
-	return &Node{cfg: cfg, restCfg: restCfg, ready: make(chan struct{})}, nil
+	return &Node{cfg: cfg, restCfg: restCfg, proxyRestCfg: proxyRestCfg, ready: make(chan struct{})}, nil
 }
 
 // Ready is closed once the node is registered and Ready.
@@ -91,10 +108,29 @@ func (n *Node) Run(ctx context.Context) error {
 		return fmt.Errorf("connect to the image service at %s: %w", endpoint, err)
 	}
 
-	// Services for environment variables: the node may list and watch them.
-	factory := informers.NewSharedInformerFactory(client, 10*time.Minute)
+	// Services (for environment variables, the proxy and DNS) and
+	// EndpointSlices, read with the proxy's identity: one watch of each
+	// for the whole node.
+	proxyClient, err := kubernetes.NewForConfig(n.proxyRestCfg)
+	if err != nil {
+		return fmt.Errorf("service proxy client: %w", err)
+	}
+	factory := informers.NewSharedInformerFactory(proxyClient, 10*time.Minute)
 	env := &envSource{client: client, services: factory.Core().V1().Services().Lister()}
 	svcSynced := factory.Core().V1().Services().Informer().HasSynced
+	registry := metrics.NewKubeRegistry()
+	var runners []namedRunner
+	if n.cfg.Proxy != nil {
+		px, err := proxy.New(*n.cfg.Proxy, proxy.Deps{
+			Services:       factory.Core().V1().Services().Informer(),
+			EndpointSlices: factory.Discovery().V1().EndpointSlices().Informer(),
+		})
+		if err != nil {
+			return err
+		}
+		px.Register(registry)
+		runners = append(runners, namedRunner{"service proxy", px.Run})
+	}
 	// The agent contacts the apiserver once it serves and the services
 	// are listed (pods bound to the node need them for their
 	// environment); static pods run meanwhile, without service variables
@@ -145,6 +181,7 @@ func (n *Node) Run(ctx context.Context) error {
 		HealthChecks: []healthz.HealthChecker{healthz.NamedCheck("pleg", func(*http.Request) error {
 			return agent.pleg.Healthy()
 		})},
+		Metrics: metrics.HandlerFor(registry, metrics.HandlerOpts{}),
 	})
 	if err != nil {
 		return err
@@ -153,16 +190,17 @@ func (n *Node) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	runners = append(runners, namedRunner{"agent", agent.Run}, namedRunner{"agent API", api.Run}, namedRunner{"log rotation", rotation.Run})
 	var wg sync.WaitGroup
-	errs := make(chan error, 3)
-	for name, run := range map[string]func(context.Context) error{"agent": agent.Run, "agent API": api.Run, "log rotation": rotation.Run} {
+	errs := make(chan error, len(runners))
+	for _, r := range runners {
 		wg.Add(1)
-		go func(name string, run func(context.Context) error) {
+		go func() {
 			defer wg.Done()
-			if err := run(ctx); err != nil {
-				errs <- fmt.Errorf("%s: %w", name, err)
+			if err := r.run(ctx); err != nil {
+				errs <- fmt.Errorf("%s: %w", r.name, err)
 			}
-		}(name, run)
+		}()
 	}
 	go func() {
 		select {
@@ -178,6 +216,11 @@ func (n *Node) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	return first
+}
+
+type namedRunner struct {
+	name string
+	run  func(context.Context) error
 }
 
 // envSource reads configmaps and secrets (the node may get those its pods

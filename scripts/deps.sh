@@ -12,7 +12,7 @@ if [ "$(id -u)" -ne 0 ]; then
 	exit 1
 fi
 
-pkgs=(ca-certificates git make iptables iproute2 runc containernetworking-plugins busybox-static)
+pkgs=(ca-certificates git make iptables nftables iproute2 runc containernetworking-plugins busybox-static)
 missing=()
 for p in "${pkgs[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -23,6 +23,7 @@ import (
 	"github.com/k1s/k1s/controllers/rootcacertpublisher"
 	"github.com/k1s/k1s/controllers/scheduler"
 	"github.com/k1s/k1s/controllers/serviceaccount"
+	"github.com/k1s/k1s/controllers/servicelb"
 	"github.com/k1s/k1s/controllers/statefulset"
 	"github.com/k1s/k1s/controllers/ttlafterfinished"
 )
@@ -98,8 +99,8 @@ func (s *ControllerSettings) Validate() error {
 }
 
 // controllers lists every controller k1s server can run, in start order.
-func controllers(rootCA []byte, clusterCIDR *net.IPNet, nodeMask int, s ControllerSettings) []manager.Controller {
-	return []manager.Controller{
+func controllers(rootCA []byte, clusterCIDR *net.IPNet, nodeMask int, s ControllerSettings, serviceLB bool) []manager.Controller {
+	out := []manager.Controller{
 		serviceaccount.Descriptor(),
 		rootcacertpublisher.Descriptor(rootCA),
 		namespacecontroller.Descriptor(),
@@ -121,4 +122,8 @@ func controllers(rootCA []byte, clusterCIDR *net.IPNet, nodeMask int, s Controll
 		resourcequota.Descriptor(s.ResourceQuota),
 		clusterroleaggregation.Descriptor(),
 	}
+	if serviceLB {
+		out = append(out, servicelb.Descriptor())
+	}
+	return out
 }

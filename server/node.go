@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/k1s/k1s/agent"
 	"github.com/k1s/k1s/agent/logs"
+	"github.com/k1s/k1s/agent/proxy"
 	agentserver "github.com/k1s/k1s/agent/server"
 	"github.com/k1s/k1s/embed/containerd"
 	"github.com/k1s/k1s/internal/images"
@@ -102,6 +104,32 @@ func (s *Server) nodeComponents(cluster *pki.Cluster, local string, apiReady <-c
 	if restCfg, err = s.inProcess.ClientConfig(restCfg); err != nil {
 		return nil, nil, err
 	}
+	proxyKubeconfig := filepath.Join(agentDir, "kubeproxy.kubeconfig")
+	if err := pki.WriteKubeconfig(proxyKubeconfig, local, cluster.ServerCA, certs.Proxy, 0o600); err != nil {
+		return nil, nil, err
+	}
+	proxyRestCfg, err := clientcmd.BuildConfigFromFlags("", proxyKubeconfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	proxyRestCfg.QPS, proxyRestCfg.Burst = 50, 100
+	proxyRestCfg.ContentType = k8sruntime.ContentTypeProtobuf
+	proxyRestCfg.AcceptContentTypes = restCfg.AcceptContentTypes
+	if proxyRestCfg, err = s.inProcess.ClientConfig(proxyRestCfg); err != nil {
+		return nil, nil, err
+	}
+	var proxyCfg *proxy.Config
+	if !s.cfg.DisableKubeProxy {
+		proxyCfg = &proxy.Config{
+			NodeName:     s.cfg.NodeName,
+			NodeIPs:      uniqueIPs(s.p.nodeIP),
+			ClusterCIDRs: []*net.IPNet{s.p.clusterCIDR},
+			ServiceCIDRs: []*net.IPNet{s.p.serviceCIDR},
+		}
+		if !s.p.disabled[ComponentCoreDNS] {
+			proxyCfg.ExemptIPs = []net.IP{net.ParseIP(s.cfg.ClusterDNS)}
+		}
+	}
 	taints, err := parseTaints(s.cfg.NodeTaints)
 	if err != nil {
 		return nil, nil, err
@@ -117,6 +145,7 @@ func (s *Server) nodeComponents(cluster *pki.Cluster, local string, apiReady <-c
 			RuntimeEndpoint: endpoint,
 			ClusterDNS:      []string{s.cfg.ClusterDNS},
 			ClusterDomain:   s.cfg.ClusterDomain,
+			ResolvConf:      s.cfg.ResolvConf,
 			KubeletVersion:  kubeletVersion(),
 		},
 		Server: agentserver.Config{
@@ -129,7 +158,8 @@ func (s *Server) nodeComponents(cluster *pki.Cluster, local string, apiReady <-c
 		ClusterCIDR: s.p.clusterCIDR,
 		PodsAfter:   podsAfter,
 		APIReady:    apiReady,
-	}, restCfg)
+		Proxy:       proxyCfg,
+	}, restCfg, proxyRestCfg)
 	if err != nil {
 		return nil, nil, err
 	}

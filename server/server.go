@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -88,9 +89,21 @@ type Config struct {
 	// ContainerRuntimeEndpoint names an external CRI runtime
 	// (--container-runtime-endpoint); empty runs the embedded containerd.
 	ContainerRuntimeEndpoint string
-	// ClusterDNS is the cluster DNS address in pods' resolv.conf
-	// (--cluster-dns). Default 10.43.0.10.
+	// ClusterDNS is the cluster DNS address in pods' resolv.conf, answered
+	// by every node's built-in DNS (--cluster-dns). Default 10.43.0.10.
 	ClusterDNS string
+	// ResolvConf is the host resolver configuration: the upstream servers
+	// of the cluster DNS and the resolv.conf of dnsPolicy: Default pods
+	// (--resolv-conf). Default /etc/resolv.conf, or systemd-resolved's
+	// list of real servers when /etc/resolv.conf names only its stub.
+	ResolvConf string
+	// DisableKubeProxy runs no service proxy on this server's node
+	// (--disable-kube-proxy).
+	DisableKubeProxy bool
+	// Disable turns off packaged components (--disable, k3s's names):
+	// "servicelb" (load-balancer addresses from the nodes), "coredns"
+	// (the built-in cluster DNS and its kube-dns Service). Default none.
+	Disable []string
 	// ContainerLogMaxSize and ContainerLogMaxFiles bound container logs
 	// (--container-log-max-size 10Mi, --container-log-max-files 5).
 	ContainerLogMaxSize  string
@@ -184,6 +197,24 @@ type parsed struct {
 	serviceCIDR, clusterCIDR       *net.IPNet
 	nodePorts                      *utilnet.PortRange
 	nodeLabels                     map[string]string
+	disabled                       map[string]bool
+}
+
+// Packaged components --disable turns off, under k3s's names.
+const (
+	ComponentServiceLB = "servicelb"
+	ComponentCoreDNS   = "coredns"
+)
+
+var disableable = map[string]bool{ComponentServiceLB: true, ComponentCoreDNS: true}
+
+func sortedNames(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (c *Config) parse() (*parsed, error) {
@@ -227,6 +258,20 @@ func (c *Config) parse() (*parsed, error) {
 	if net.ParseIP(c.ClusterDNS) == nil {
 		errs = append(errs, fmt.Errorf("--cluster-dns: %q is not an IP address", c.ClusterDNS))
 	}
+	p.disabled = map[string]bool{}
+	for _, d := range c.Disable {
+		for _, name := range strings.Split(d, ",") {
+			name = strings.TrimSpace(name)
+			if name == "" {
+				continue
+			}
+			if !disableable[name] {
+				errs = append(errs, fmt.Errorf("--disable: %q is not a component k1s packages (want one of %s)", name, strings.Join(sortedNames(disableable), ", ")))
+				continue
+			}
+			p.disabled[name] = true
+		}
+	}
 	if msgs := validation.IsDNS1123Subdomain(c.NodeName); len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("--node-name: %q: %s", c.NodeName, strings.Join(msgs, "; ")))
 	}
@@ -255,7 +300,7 @@ func (c *Config) parse() (*parsed, error) {
 			errs = append(errs, err)
 		}
 	}
-	if err := c.ControllerManager.Validate(controllers(nil, p.clusterCIDR, c.NodeCIDRMaskSize, *c.Controllers)...); err != nil {
+	if err := c.ControllerManager.Validate(controllers(nil, p.clusterCIDR, c.NodeCIDRMaskSize, *c.Controllers, !p.disabled[ComponentServiceLB])...); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.Controllers.Validate(); err != nil {
@@ -453,21 +498,28 @@ func (s *Server) Run(ctx context.Context) error {
 	// no HTTP/2, no gzip).
 	cmConfig := *s.cfg.ControllerManager
 	cmConfig.InProcess = s.inProcess.ClientConfig
-	cm, err := manager.New(cmConfig, controllerConfig, controllers(rootCA, s.p.clusterCIDR, s.cfg.NodeCIDRMaskSize, *s.cfg.Controllers)...)
+	cm, err := manager.New(cmConfig, controllerConfig, controllers(rootCA, s.p.clusterCIDR, s.cfg.NodeCIDRMaskSize, *s.cfg.Controllers, !s.p.disabled[ComponentServiceLB])...)
 	if err != nil {
 		return err
 	}
 	last := supervisor.Tier{{Name: "controller-manager", Component: cm}}
+	adminCfg, err := clientcmd.BuildConfigFromFlags("", s.AdminKubeconfigPath())
+	if err != nil {
+		return err
+	}
+	if adminCfg, err = s.inProcess.ClientConfig(adminCfg); err != nil {
+		return err
+	}
+	admin, err := kubernetes.NewForConfig(adminCfg)
+	if err != nil {
+		return err
+	}
 	if node != nil {
-		adminCfg, err := clientcmd.BuildConfigFromFlags("", s.AdminKubeconfigPath())
-		if err != nil {
-			return err
-		}
-		if adminCfg, err = s.inProcess.ClientConfig(adminCfg); err != nil {
-			return err
-		}
-		labeler := &controlPlaneLabeler{client: kubernetes.NewForConfigOrDie(adminCfg), nodeName: s.cfg.NodeName}
+		labeler := &controlPlaneLabeler{client: admin, nodeName: s.cfg.NodeName}
 		last = append(last, supervisor.Named{Name: "node-labels", Component: ignoreCancel{labeler}})
+	}
+	if dnsIP := net.ParseIP(s.cfg.ClusterDNS); !s.p.disabled[ComponentCoreDNS] && s.p.serviceCIDR.Contains(dnsIP) {
+		last = append(last, supervisor.Named{Name: "kube-dns-service", Component: ignoreCancel{&kubeDNSService{client: admin, ip: dnsIP, retry: time.Second}}})
 	}
 	tiers = append(tiers, last)
 	go func() {

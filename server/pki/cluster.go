@@ -193,6 +193,10 @@ func WriteKubeconfig(path, server string, ca *CA, client CertKey, mode os.FileMo
 type NodeCerts struct {
 	// Client authenticates the agent as system:node:<name> (group system:nodes).
 	Client CertKey
+	// Proxy authenticates the node's service proxy and DNS as
+	// system:kube-proxy (RBAC's system:node-proxier: services, endpoint
+	// slices and nodes, cluster-wide, read only).
+	Proxy CertKey
 	// Serving is the agent API's certificate, signed by the server CA.
 	Serving CertKey
 	// ServerCAFile verifies the apiserver; ClientCAFile verifies callers of the agent API.
@@ -211,6 +215,10 @@ func (c *Cluster) IssueNodeCerts(dir, nodeName, hostname string, ips []net.IP) (
 	if err != nil {
 		return NodeCerts{}, err
 	}
+	proxy, err := c.ClientCA.ensureLeaf(dir, "client-kube-proxy", LeafSpec{CommonName: "system:kube-proxy", Client: true})
+	if err != nil {
+		return NodeCerts{}, err
+	}
 	dns := []string{"localhost", nodeName}
 	if hostname != "" && hostname != nodeName {
 		dns = append(dns, hostname)
@@ -221,5 +229,5 @@ func (c *Cluster) IssueNodeCerts(dir, nodeName, hostname string, ips []net.IP) (
 	if err != nil {
 		return NodeCerts{}, err
 	}
-	return NodeCerts{Client: client, Serving: serving, ServerCAFile: c.ServerCA.CertFile, ClientCAFile: c.ClientCA.CertFile}, nil
+	return NodeCerts{Client: client, Proxy: proxy, Serving: serving, ServerCAFile: c.ServerCA.CertFile, ClientCAFile: c.ClientCA.CertFile}, nil
 }

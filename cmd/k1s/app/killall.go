@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/k1s/k1s/agent/proxy"
 	"github.com/k1s/k1s/embed/containerd"
 	"github.com/k1s/k1s/embed/containerd/killall"
 )
@@ -20,7 +21,8 @@ func killallCommand() *cli.Command {
 		Usage: "stop k1s and everything it started (pods, shims, containerd, mounts, pod networking); keeps the data dir",
 		Description: "Stops the running k1s, then every pod through containerd (a temporary one when k1s is not running), " +
 			"kills shims and containers left over by pid, unmounts what k1s mounted under /run/k1s and <data-dir>/agent, " +
-			"deletes the pod network namespaces, the cni0 bridge and its veths, and the iptables chains named CNI-*, KUBE-* and K1S-*. " +
+			"deletes the pod network namespaces, the cni0 bridge and its veths, the iptables chains named CNI-*, KUBE-* and K1S-*, " +
+			"and the service proxy's nftables tables (ip and ip6 k1s-proxy). " +
 			"Safe to run when nothing is running.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "data-dir", Aliases: []string{"d"}, Usage: "k1s's data directory", Value: containerd.DefaultDataDir, EnvVars: []string{"K1S_DATA_DIR"}, Destination: &dataDir},
@@ -41,6 +43,11 @@ func killallCommand() *cli.Command {
 				PidFile: cfg.PidFile,
 			}, killall.NewSystem(ctrd.StartExisting))
 			if err != nil {
+				return fmt.Errorf("killall: %w", err)
+			}
+			// The service proxy's rules outlive k1s on purpose (Service
+			// traffic keeps flowing across a restart); killall takes them.
+			if err := proxy.Cleanup(c.Context, proxy.DefaultTable); err != nil {
 				return fmt.Errorf("killall: %w", err)
 			}
 			return nil

@@ -22,6 +22,7 @@ type serverOptions struct {
 	cfg         server.Config
 	configFile  string
 	tlsSANs     cli.StringSlice
+	disable     cli.StringSlice
 	kubeMode    string
 	cm          manager.Config
 	controllers cli.StringSlice
@@ -87,6 +88,9 @@ func newServerCommand(run func(context.Context, server.Config) error) *cli.Comma
 			&cli.StringFlag{Name: "pod-manifests", Usage: "static pod directory (default <data-dir>/agent/pod-manifests)", Destination: &o.cfg.PodManifests},
 			&cli.StringFlag{Name: "container-runtime-endpoint", Usage: "CRI socket of an external container runtime; empty runs the embedded containerd", EnvVars: env("CONTAINER_RUNTIME_ENDPOINT"), Destination: &o.cfg.ContainerRuntimeEndpoint},
 			&cli.StringFlag{Name: "cluster-dns", Usage: "cluster DNS server address in pods' resolv.conf", Value: "10.43.0.10", EnvVars: env("CLUSTER_DNS"), Destination: &o.cfg.ClusterDNS},
+			&cli.StringFlag{Name: "resolv-conf", Usage: "host resolver file: upstream servers of the cluster DNS, resolv.conf of dnsPolicy Default pods (default /etc/resolv.conf, or systemd-resolved's server list when that names only its stub)", EnvVars: env("RESOLV_CONF"), Destination: &o.cfg.ResolvConf},
+			&cli.BoolFlag{Name: "disable-kube-proxy", Usage: "run no service proxy on this node", EnvVars: env("DISABLE_KUBE_PROXY"), Destination: &o.cfg.DisableKubeProxy},
+			&cli.StringSliceFlag{Name: "disable", Usage: "packaged component not to run: servicelb, coredns (repeatable)", EnvVars: env("DISABLE"), Destination: &o.disable},
 			&cli.StringFlag{Name: "container-log-max-size", Usage: "size at which a container log is rotated", Value: "10Mi", Destination: &o.cfg.ContainerLogMaxSize},
 			&cli.IntFlag{Name: "container-log-max-files", Usage: "log files kept per container", Value: 5, Destination: &o.cfg.ContainerLogMaxFiles},
 			&cli.IntFlag{Name: "read-only-port", Usage: "unauthenticated read-only agent API port (0: off)", Value: 0, Destination: &o.cfg.ReadOnlyPort},
@@ -129,6 +133,7 @@ func newServerCommand(run func(context.Context, server.Config) error) *cli.Comma
 			}
 			o.cfg.WriteKubeconfigMode = os.FileMode(mode)
 			o.cfg.TLSSANs = splitList(o.tlsSANs.Value())
+			o.cfg.Disable = splitList(o.disable.Value())
 			o.cfg.NodeLabels = splitList(o.nodeLabels.Value())
 			o.cfg.NodeTaints = splitList(o.nodeTaints.Value())
 			o.cm.Controllers = splitList(o.controllers.Value())

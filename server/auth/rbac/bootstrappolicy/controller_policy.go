@@ -134,6 +134,12 @@ func controllerRules() map[string][]rbacv1.PolicyRule {
 			newRule("update").groups(legacyGroup).resources("pods/finalizers").rule(),
 			eventsRule(),
 		},
+		"service-lb-controller": {
+			newRule("get", "list", "watch").groups(legacyGroup).resources("services").rule(),
+			newRule("patch", "update").groups(legacyGroup).resources("services/status").rule(),
+			newRule("list", "watch").groups(legacyGroup).resources("nodes").rule(),
+			eventsRule(),
+		},
 		"ttl-after-finished-controller": {
 			newRule("get", "list", "watch", "delete").groups(batchGroup).resources("jobs").rule(),
 			eventsRule(),

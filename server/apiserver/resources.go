@@ -24,6 +24,7 @@ import (
 
 	"github.com/k1s/k1s/server/admission/resourcequota"
 	batchapi "github.com/k1s/k1s/server/apis/batch"
+	apicore "github.com/k1s/k1s/server/apis/core"
 	"github.com/k1s/k1s/server/printers"
 	"github.com/k1s/k1s/server/registry"
 	csrregistry "github.com/k1s/k1s/server/registry/certificates"
@@ -93,6 +94,9 @@ func resources() []*registry.Resource {
 		r.Fields = func(obj runtime.Object) fields.Set {
 			s := obj.(*corev1.Service)
 			return fields.Set{"spec.clusterIP": s.Spec.ClusterIP, "spec.type": string(s.Spec.Type)}
+		}
+		r.PrepareForUpdate = func(_ context.Context, obj, old runtime.Object) {
+			apicore.DropServiceTypeDependentFields(obj.(*corev1.Service), old.(*corev1.Service))
 		}
 	})
 	add(res(core, "endpoints", "Endpoints", true, func() runtime.Object { return &corev1.Endpoints{} }, func() runtime.Object { return &corev1.EndpointsList{} }), func(r *registry.Resource) {

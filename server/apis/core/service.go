@@ -2,6 +2,7 @@ package core
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -569,3 +570,79 @@ func validateEndpointIP(addr string, fldPath *field.Path) field.ErrorList {
 // maxClientIPAffinitySeconds is the largest ClientIP session affinity
 // timeout (one day).
 const maxClientIPAffinitySeconds = 86400
+
+// DropServiceTypeDependentFields clears, on an update that changes a
+// Service's type, the fields the new type has no use for that were
+// allocated or defaulted for the old one — only where the user left them
+// as they were (a change is theirs, and validation judges it), as
+// upstream's service strategy does: the cluster IPs and IP families of a
+// Service becoming ExternalName, node ports and the health-check node port
+// no longer needed, allocateLoadBalancerNodePorts and loadBalancerClass of
+// a former LoadBalancer, externalTrafficPolicy of a Service no longer
+// reachable from outside; and the load-balancer status of a Service that
+// is no longer a LoadBalancer.
+func DropServiceTypeDependentFields(svc, oldSvc *corev1.Service) {
+	if oldSvc == nil {
+		return
+	}
+	if needsClusterIPs(oldSvc) && !needsClusterIPs(svc) {
+		if svc.Spec.ClusterIP == oldSvc.Spec.ClusterIP && sameStrings(svc.Spec.ClusterIPs, oldSvc.Spec.ClusterIPs) {
+			svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "", nil
+		}
+		if slices.Equal(svc.Spec.IPFamilies, oldSvc.Spec.IPFamilies) {
+			svc.Spec.IPFamilies = nil
+		}
+		if ptr.Equal(svc.Spec.IPFamilyPolicy, oldSvc.Spec.IPFamilyPolicy) {
+			svc.Spec.IPFamilyPolicy = nil
+		}
+	}
+	if needsNodePorts(oldSvc) && !needsNodePorts(svc) && sameNodePorts(svc, oldSvc) {
+		for i := range svc.Spec.Ports {
+			svc.Spec.Ports[i].NodePort = 0
+		}
+	}
+	if needsHealthCheck(oldSvc) && !needsHealthCheck(svc) && svc.Spec.HealthCheckNodePort == oldSvc.Spec.HealthCheckNodePort {
+		svc.Spec.HealthCheckNodePort = 0
+	}
+	if oldSvc.Spec.Type == corev1.ServiceTypeLoadBalancer && svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		if svc.Spec.AllocateLoadBalancerNodePorts != nil && ptr.Equal(svc.Spec.AllocateLoadBalancerNodePorts, oldSvc.Spec.AllocateLoadBalancerNodePorts) {
+			svc.Spec.AllocateLoadBalancerNodePorts = nil
+		}
+		if ptr.Equal(svc.Spec.LoadBalancerClass, oldSvc.Spec.LoadBalancerClass) {
+			svc.Spec.LoadBalancerClass = nil
+		}
+	}
+	if externallyAccessible(oldSvc) && !externallyAccessible(svc) && svc.Spec.ExternalTrafficPolicy == oldSvc.Spec.ExternalTrafficPolicy {
+		svc.Spec.ExternalTrafficPolicy = ""
+	}
+	if svc.Spec.Type != corev1.ServiceTypeLoadBalancer {
+		svc.Status.LoadBalancer = corev1.LoadBalancerStatus{}
+	}
+}
+
+// needsClusterIPs: every type but ExternalName holds a cluster IP (or None).
+func needsClusterIPs(svc *corev1.Service) bool {
+	return svc.Spec.Type != corev1.ServiceTypeExternalName
+}
+
+func needsNodePorts(svc *corev1.Service) bool {
+	switch svc.Spec.Type {
+	case corev1.ServiceTypeNodePort:
+		return true
+	case corev1.ServiceTypeLoadBalancer:
+		return svc.Spec.AllocateLoadBalancerNodePorts == nil || *svc.Spec.AllocateLoadBalancerNodePorts
+	}
+	return false
+}
+
+func sameNodePorts(a, b *corev1.Service) bool {
+	for _, p := range a.Spec.Ports {
+		for _, q := range b.Spec.Ports {
+			if p.Name == q.Name && p.Port == q.Port && p.Protocol == q.Protocol && p.NodePort != q.NodePort {
+				return false
+			}
+		}
+	}
+	return true
+}
+

@@ -232,3 +232,47 @@ func TestValidateServiceStatusUpdate(t *testing.T) {
 	withIngress.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{Hostname: "lb.example.com"}}
 	expectErrs(t, ValidateServiceStatusUpdate(withIngress, cip), forbidden("status.loadBalancer.ingress"))
 }
+
+func TestDropServiceTypeDependentFields(t *testing.T) {
+	np := func() *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "s", Namespace: "ns", ResourceVersion: "1"}, Spec: corev1.ServiceSpec{
+			SessionAffinity: corev1.ServiceAffinityNone,
+			Type:            corev1.ServiceTypeNodePort, ClusterIP: "10.0.0.5", ClusterIPs: []string{"10.0.0.5"},
+			IPFamilies: []corev1.IPFamily{corev1.IPv4Protocol}, IPFamilyPolicy: ptr.To(corev1.IPFamilyPolicySingleStack),
+			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyCluster,
+			Ports:                 []corev1.ServicePort{{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP, NodePort: 30080, TargetPort: intstr.FromInt32(80)}},
+		}}
+	}
+	t.Run("NodePort to ExternalName, fields as they were: cleared", func(t *testing.T) {
+		old, svc := np(), np()
+		svc.Spec.Type, svc.Spec.ExternalName = corev1.ServiceTypeExternalName, "example.com"
+		DropServiceTypeDependentFields(svc, old)
+		if svc.Spec.ClusterIP != "" || svc.Spec.ClusterIPs != nil || svc.Spec.IPFamilies != nil || svc.Spec.IPFamilyPolicy != nil ||
+			svc.Spec.Ports[0].NodePort != 0 || svc.Spec.ExternalTrafficPolicy != "" {
+			t.Errorf("not cleared: %+v", svc.Spec)
+		}
+		if errs := ValidateServiceUpdate(svc, old); len(errs) > 0 {
+			t.Errorf("update invalid after clearing: %v", errs)
+		}
+	})
+	t.Run("a field the user changed is kept for validation to judge", func(t *testing.T) {
+		old, svc := np(), np()
+		svc.Spec.Type, svc.Spec.ExternalName = corev1.ServiceTypeExternalName, "example.com"
+		svc.Spec.ClusterIP, svc.Spec.ClusterIPs = "10.0.0.9", []string{"10.0.0.9"}
+		DropServiceTypeDependentFields(svc, old)
+		if svc.Spec.ClusterIP != "10.0.0.9" {
+			t.Errorf("user's cluster IP dropped: %+v", svc.Spec)
+		}
+	})
+	t.Run("LoadBalancer to ClusterIP: status and node ports cleared", func(t *testing.T) {
+		old := np()
+		old.Spec.Type = corev1.ServiceTypeLoadBalancer
+		old.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "192.0.2.1"}}
+		svc := old.DeepCopy()
+		svc.Spec.Type = corev1.ServiceTypeClusterIP
+		DropServiceTypeDependentFields(svc, old)
+		if svc.Spec.ClusterIP != "10.0.0.5" || svc.Spec.Ports[0].NodePort != 0 || len(svc.Status.LoadBalancer.Ingress) != 0 {
+			t.Errorf("got %+v %+v", svc.Spec, svc.Status)
+		}
+	})
+}

@@ -645,4 +645,3 @@ func sameNodePorts(a, b *corev1.Service) bool {
 	}
 	return true
 }
-

@@ -24,6 +24,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/k1s/k1s/agent/dns"
 	"github.com/k1s/k1s/agent/logs"
 	"github.com/k1s/k1s/agent/network"
 	"github.com/k1s/k1s/agent/proxy"
@@ -52,6 +53,9 @@ type NodeConfig struct {
 	// Proxy configures the service proxy; nil runs none
 	// (--disable-kube-proxy).
 	Proxy *proxy.Config
+	// DNS configures the node's cluster DNS; nil runs none
+	// (--disable=coredns).
+	DNS *dns.Config
 }
 
 // Node is a running node: a supervised component.
@@ -74,6 +78,12 @@ func NewNode(cfg NodeConfig, restCfg, proxyRestCfg *rest.Config) (*Node, error) 
 	if cfg.Proxy != nil {
 		cfg.Proxy.SetDefaults()
 		if err := cfg.Proxy.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.DNS != nil {
+		cfg.DNS.SetDefaults()
+		if err := cfg.DNS.Validate(); err != nil {
 			return nil, err
 		}
 	}
@@ -130,6 +140,19 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 		px.Register(registry)
 		runners = append(runners, namedRunner{"service proxy", px.Run})
+	}
+	if n.cfg.DNS != nil {
+		// The DNS serves at once: forwarded names right away, cluster
+		// names once the informers have synced (SERVFAIL until then).
+		srv, err := dns.New(*n.cfg.DNS, dns.Deps{
+			Services:       factory.Core().V1().Services().Informer(),
+			EndpointSlices: factory.Discovery().V1().EndpointSlices().Informer(),
+			Metrics:        registry,
+		})
+		if err != nil {
+			return err
+		}
+		runners = append(runners, namedRunner{"cluster DNS", srv.Run})
 	}
 	// The agent contacts the apiserver once it serves and the services
 	// are listed (pods bound to the node need them for their

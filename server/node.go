@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/k1s/k1s/agent"
+	"github.com/k1s/k1s/agent/dns"
 	"github.com/k1s/k1s/agent/logs"
 	"github.com/k1s/k1s/agent/proxy"
 	agentserver "github.com/k1s/k1s/agent/server"
@@ -130,6 +131,14 @@ func (s *Server) nodeComponents(cluster *pki.Cluster, local string, apiReady <-c
 			proxyCfg.ExemptIPs = []net.IP{net.ParseIP(s.cfg.ClusterDNS)}
 		}
 	}
+	var dnsCfg *dns.Config
+	if !s.p.disabled[ComponentCoreDNS] {
+		dnsCfg = &dns.Config{
+			ClusterDNS:    net.ParseIP(s.cfg.ClusterDNS),
+			ClusterDomain: s.cfg.ClusterDomain,
+			ResolvConf:    s.cfg.ResolvConf,
+		}
+	}
 	taints, err := parseTaints(s.cfg.NodeTaints)
 	if err != nil {
 		return nil, nil, err
@@ -159,6 +168,7 @@ func (s *Server) nodeComponents(cluster *pki.Cluster, local string, apiReady <-c
 		PodsAfter:   podsAfter,
 		APIReady:    apiReady,
 		Proxy:       proxyCfg,
+		DNS:         dnsCfg,
 	}, restCfg, proxyRestCfg)
 	if err != nil {
 		return nil, nil, err

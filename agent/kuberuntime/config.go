@@ -1,10 +1,8 @@
 package kuberuntime
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -13,6 +11,7 @@ import (
 	"k8s.io/kubectl/pkg/util/qos"
 
 	"github.com/k1s/k1s/agent/volume"
+	"github.com/k1s/k1s/internal/resolvconf"
 )
 
 // PodLogDir is the directory of a pod's container logs.
@@ -186,29 +185,15 @@ func dedupe(in []string, max int) []string {
 
 type resolvConf struct{ servers, searches, options []string }
 
+// readResolvConf reads the node's resolver file for dnsPolicy: Default
+// pods; a systemd-resolved stub address, which a pod cannot reach, is
+// replaced by resolved's real servers.
 func readResolvConf(path string) resolvConf {
-	var rc resolvConf
-	f, err := os.Open(path)
+	f, _, err := resolvconf.Upstream(path, "")
 	if err != nil {
-		return rc
+		return resolvConf{}
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 2 || strings.HasPrefix(fields[0], "#") {
-			continue
-		}
-		switch fields[0] {
-		case "nameserver":
-			rc.servers = append(rc.servers, fields[1])
-		case "search":
-			rc.searches = fields[1:]
-		case "options":
-			rc.options = fields[1:]
-		}
-	}
-	return rc
+	return resolvConf{servers: f.Nameservers, searches: f.Search, options: f.Options}
 }
 
 func copyMap(in map[string]string) map[string]string {

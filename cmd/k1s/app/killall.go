@@ -7,6 +7,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/k1s/k1s/agent/dns"
 	"github.com/k1s/k1s/agent/proxy"
 	"github.com/k1s/k1s/embed/containerd"
 	"github.com/k1s/k1s/embed/containerd/killall"
@@ -22,7 +23,7 @@ func killallCommand() *cli.Command {
 		Description: "Stops the running k1s, then every pod through containerd (a temporary one when k1s is not running), " +
 			"kills shims and containers left over by pid, unmounts what k1s mounted under /run/k1s and <data-dir>/agent, " +
 			"deletes the pod network namespaces, the cni0 bridge and its veths, the iptables chains named CNI-*, KUBE-* and K1S-*, " +
-			"and the service proxy's nftables tables (ip and ip6 k1s-proxy). " +
+			"the service proxy's nftables tables (ip and ip6 k1s-proxy) and the cluster DNS link (k1s-dns). " +
 			"Safe to run when nothing is running.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "data-dir", Aliases: []string{"d"}, Usage: "k1s's data directory", Value: containerd.DefaultDataDir, EnvVars: []string{"K1S_DATA_DIR"}, Destination: &dataDir},
@@ -48,6 +49,10 @@ func killallCommand() *cli.Command {
 			// The service proxy's rules outlive k1s on purpose (Service
 			// traffic keeps flowing across a restart); killall takes them.
 			if err := proxy.Cleanup(c.Context, proxy.DefaultTable); err != nil {
+				return fmt.Errorf("killall: %w", err)
+			}
+			// And the link carrying the cluster DNS address.
+			if err := dns.RemoveLink(dns.DefaultLinkName); err != nil {
 				return fmt.Errorf("killall: %w", err)
 			}
 			return nil

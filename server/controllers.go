@@ -11,6 +11,7 @@ import (
 	"github.com/k1s/k1s/controllers/disruption"
 	"github.com/k1s/k1s/controllers/endpoints"
 	"github.com/k1s/k1s/controllers/endpointslice"
+	"github.com/k1s/k1s/controllers/endpointslicemirroring"
 	"github.com/k1s/k1s/controllers/garbagecollector"
 	"github.com/k1s/k1s/controllers/job"
 	"github.com/k1s/k1s/controllers/manager"
@@ -117,6 +118,7 @@ func controllers(rootCA []byte, clusterCIDR *net.IPNet, nodeMask int, s Controll
 		ttlafterfinished.Descriptor(),
 		endpoints.Descriptor(s.Endpoints),
 		endpointslice.Descriptor(s.EndpointSlice),
+		endpointslicemirroring.Descriptor(),
 		garbagecollector.Descriptor(s.GarbageCollector),
 		disruption.Descriptor(),
 		resourcequota.Descriptor(s.ResourceQuota),

@@ -134,6 +134,13 @@ func controllerRules() map[string][]rbacv1.PolicyRule {
 			newRule("update").groups(legacyGroup).resources("pods/finalizers").rule(),
 			eventsRule(),
 		},
+		"endpointslicemirroring-controller": {
+			newRule("get", "list", "watch").groups(legacyGroup).resources("services", "endpoints").rule(),
+			// Sets the owner reference of slices, which needs the endpoints' finalizers.
+			newRule("update").groups(legacyGroup).resources("endpoints/finalizers").rule(),
+			newRule("get", "list", "create", "update", "delete", "watch").groups(discoveryGroup).resources("endpointslices").rule(),
+			eventsRule(),
+		},
 		"service-lb-controller": {
 			newRule("get", "list", "watch").groups(legacyGroup).resources("services").rule(),
 			newRule("patch", "update").groups(legacyGroup).resources("services/status").rule(),

@@ -56,7 +56,7 @@ func TestPolicyContainsRequiredObjects(t *testing.T) {
 		"endpointslice-controller", "namespace-controller", "generic-garbage-collector",
 		"service-account-controller", "root-ca-cert-publisher", "pod-garbage-collector",
 		"disruption-controller", "resourcequota-controller", "clusterrole-aggregation-controller",
-		"ttl-after-finished-controller", "service-lb-controller",
+		"ttl-after-finished-controller", "service-lb-controller", "endpointslicemirroring-controller",
 	}
 	if got := bootstrappolicy.ControllerNames(); len(got) != len(controllers) {
 		t.Errorf("ControllerNames() = %v, want the %d controllers k1s runs", got, len(controllers))

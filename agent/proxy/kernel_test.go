@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
@@ -230,10 +231,18 @@ func ep(ip, node string, ready bool) discoveryv1.Endpoint {
 		Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready), Serving: ptr.To(ready), Terminating: ptr.To(false)}}
 }
 
-func TestKernelTraffic(t *testing.T) {
-	if !runInNodeNetns(t, "TestKernelTraffic") {
-		return
-	}
+// kernelNode is the node namespace of a kernel test: a pod bridge with two
+// pods, a node address, and a running proxy fed by a fake clientset.
+type kernelNode struct {
+	ctx        context.Context
+	pod1, pod2 *pod
+	client     *fake.Clientset
+	proxy      *Proxy
+	prefix     string
+}
+
+func startKernelNode(t *testing.T) *kernelNode {
+	t.Helper()
 	prefix := os.Getenv("K1S_PROXY_NETNS_PREFIX")
 	sh(t, "ip", "link", "set", "lo", "up")
 	sh(t, "ip", "link", "add", "br0", "type", "bridge")
@@ -248,7 +257,6 @@ func TestKernelTraffic(t *testing.T) {
 	pod2.serve(t, 8080)
 
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	client := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(client, 0)
 	_, clusterCIDR, _ := net.ParseCIDR("10.42.0.0/16")
@@ -271,17 +279,26 @@ func TestKernelTraffic(t *testing.T) {
 	factory.Start(ctx.Done())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Error(err)
 		}
-	}()
+	})
 	select {
 	case <-p.Ready():
 	case <-time.After(10 * time.Second):
 		t.Fatal("proxy not ready")
 	}
+	return &kernelNode{ctx: ctx, pod1: pod1, pod2: pod2, client: client, proxy: p, prefix: prefix}
+}
+
+func TestKernelTraffic(t *testing.T) {
+	if !runInNodeNetns(t, "TestKernelTraffic") {
+		return
+	}
+	n := startKernelNode(t)
+	ctx, client, pod1, pod2 := n.ctx, n.client, n.pod1, n.pod2
 
 	svcs := client.CoreV1().Services("default")
 	slices := client.DiscoveryV1().EndpointSlices("default")
@@ -409,5 +426,213 @@ func TestKernelTraffic(t *testing.T) {
 			}
 		}
 		return nil
+	})
+}
+
+// serveWhoami answers TCP connections on port with the pod's name and the
+// client address it sees.
+func (p *pod) serveWhoami(t *testing.T, port int) {
+	var ln net.Listener
+	if err := p.do(func() error {
+		var err error
+		ln, err = net.Listen("tcp", net.JoinHostPort(p.ip, strconv.Itoa(port)))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+			_, _ = c.Write([]byte(p.name + " " + host))
+			c.Close()
+		}
+	}()
+}
+
+// newOutside makes a host outside the cluster: a namespace on a link of
+// its own to the node, routing everything through it.
+func newOutside(t *testing.T, prefix string) *pod {
+	name := prefix + "-out"
+	sh(t, "ip", "netns", "add", name)
+	t.Cleanup(func() { _ = exec.Command("ip", "netns", "del", name).Run() })
+	sh(t, "ip", "link", "add", "ext0", "type", "veth", "peer", "name", "eth0", "netns", name)
+	sh(t, "ip", "addr", "add", "192.168.50.1/24", "dev", "ext0")
+	sh(t, "ip", "link", "set", "ext0", "up")
+	sh(t, "ip", "-n", name, "addr", "add", "192.168.50.2/24", "dev", "eth0")
+	sh(t, "ip", "-n", name, "link", "set", "eth0", "up")
+	sh(t, "ip", "-n", name, "link", "set", "lo", "up")
+	sh(t, "ip", "-n", name, "route", "add", "default", "via", "192.168.50.1")
+	h, err := netns.GetFromName(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	return &pod{name: name, ip: "192.168.50.2", ns: h}
+}
+
+func TestKernelPolicies(t *testing.T) {
+	if !runInNodeNetns(t, "TestKernelPolicies") {
+		return
+	}
+	n := startKernelNode(t)
+	ctx, pod1, pod2 := n.ctx, n.pod1, n.pod2
+	out := newOutside(t, n.prefix)
+	pod1.serveWhoami(t, 8081)
+	pod2.serveWhoami(t, 8081)
+	svcs := n.client.CoreV1().Services("default")
+	slices := n.client.DiscoveryV1().EndpointSlices("default")
+	create := func(svc *corev1.Service, sl *discoveryv1.EndpointSlice) {
+		t.Helper()
+		if _, err := svcs.Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := slices.Create(ctx, sl, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nodePort := func(name, ip string, np int32, local bool) *corev1.Service {
+		s := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeNodePort, ClusterIP: ip, ClusterIPs: []string{ip},
+			Ports: []corev1.ServicePort{{Port: 80, Protocol: corev1.ProtocolTCP, NodePort: np}},
+		}}
+		if local {
+			s.Spec.ExternalTrafficPolicy = corev1.ServiceExternalTrafficPolicyLocal
+		}
+		return s
+	}
+	// pod2 is on the bridge but counts as another node's.
+	create(nodePort("local", "10.43.0.40", 30081, true), slice("default", "local", "local-1", 8081, corev1.ProtocolTCP, ep(pod1.ip, "node", true), ep(pod2.ip, "other", true)))
+	create(nodePort("cluster", "10.43.0.41", 30082, false), slice("default", "cluster", "cluster-1", 8081, corev1.ProtocolTCP, ep(pod2.ip, "other", true)))
+
+	t.Run("externalTrafficPolicy Local: this node's endpoints, client address kept", func(t *testing.T) {
+		eventually(t, "local node port from outside", func() error {
+			for range 10 {
+				got, err := get(out, "10.250.0.1:30081")
+				if err != nil {
+					return err
+				}
+				if got != pod1.name+" 192.168.50.2" {
+					return fmt.Errorf("answer %q, want %q", got, pod1.name+" 192.168.50.2")
+				}
+			}
+			return nil
+		})
+	})
+	t.Run("externalTrafficPolicy Cluster: masqueraded", func(t *testing.T) {
+		eventually(t, "cluster node port from outside", func() error {
+			got, err := get(out, "10.250.0.1:30082")
+			if err != nil {
+				return err
+			}
+			if got != pod2.name+" 10.42.0.1" {
+				return fmt.Errorf("answer %q, want %q (the node's bridge address)", got, pod2.name+" 10.42.0.1")
+			}
+			return nil
+		})
+	})
+
+	t.Run("load balancer health-check node port", func(t *testing.T) {
+		lb := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "lb"}, Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeLoadBalancer, ClusterIP: "10.43.0.42", ClusterIPs: []string{"10.43.0.42"},
+			ExternalTrafficPolicy: corev1.ServiceExternalTrafficPolicyLocal, HealthCheckNodePort: 32001,
+			Ports: []corev1.ServicePort{{Port: 8888, Protocol: corev1.ProtocolTCP, NodePort: 30083}},
+		}, Status: corev1.ServiceStatus{LoadBalancer: corev1.LoadBalancerStatus{Ingress: []corev1.LoadBalancerIngress{{IP: "10.250.0.1"}}}}}
+		create(lb, slice("default", "lb", "lb-1", 8081, corev1.ProtocolTCP, ep(pod1.ip, "node", true)))
+		health := func(wantCode int, wantBody string) func() error {
+			return func() error {
+				resp, err := http.Get("http://127.0.0.1:32001/")
+				if err != nil {
+					return err
+				}
+				defer resp.Body.Close()
+				body, _ := io.ReadAll(resp.Body)
+				if resp.StatusCode != wantCode || !strings.Contains(string(body), wantBody) {
+					return fmt.Errorf("health check: %d %s", resp.StatusCode, body)
+				}
+				return nil
+			}
+		}
+		eventually(t, "health check with a local endpoint", health(200, `"localEndpoints":1`))
+		eventually(t, "load-balancer address from outside", func() error {
+			got, err := get(out, "10.250.0.1:8888")
+			if err == nil && got != pod1.name+" 192.168.50.2" {
+				err = fmt.Errorf("answer %q", got)
+			}
+			return err
+		})
+		if _, err := slices.Update(ctx, slice("default", "lb", "lb-1", 8081, corev1.ProtocolTCP, ep(pod1.ip, "node", false)), metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "health check without one", health(503, `"localEndpoints":0`))
+	})
+
+	t.Run("client IP affinity", func(t *testing.T) {
+		sticky := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "sticky"}, Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.43.0.43", ClusterIPs: []string{"10.43.0.43"},
+			SessionAffinity: corev1.ServiceAffinityClientIP,
+			Ports:           []corev1.ServicePort{{Port: 80, Protocol: corev1.ProtocolTCP}},
+		}}
+		create(sticky, slice("default", "sticky", "sticky-1", 8081, corev1.ProtocolTCP, ep(pod1.ip, "node", true), ep(pod2.ip, "node", true)))
+		var first string
+		eventually(t, "sticky service", func() error {
+			var err error
+			first, err = get(out, "10.43.0.43:80")
+			return err
+		})
+		for range 20 {
+			if got, err := get(out, "10.43.0.43:80"); err != nil || got != first {
+				t.Fatalf("affinity broken: %q then %q (%v)", first, got, err)
+			}
+		}
+	})
+
+	t.Run("UDP flows move when their endpoint goes", func(t *testing.T) {
+		udp := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "udp"}, Spec: corev1.ServiceSpec{
+			Type: corev1.ServiceTypeClusterIP, ClusterIP: "10.43.0.44", ClusterIPs: []string{"10.43.0.44"},
+			Ports: []corev1.ServicePort{{Port: 53, Protocol: corev1.ProtocolUDP}},
+		}}
+		create(udp, slice("default", "udp", "udp-1", 8080, corev1.ProtocolUDP, ep(pod2.ip, "node", true)))
+		// One socket, one flow: without clearing conntrack it would stay
+		// with pod2, which still answers.
+		var conn net.Conn
+		if err := out.do(func() error {
+			var err error
+			conn, err = net.Dial("udp", "10.43.0.44:53")
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		ask := func() (string, error) {
+			_ = conn.SetDeadline(time.Now().Add(500 * time.Millisecond))
+			if _, err := conn.Write([]byte("hi")); err != nil {
+				return "", err
+			}
+			buf := make([]byte, 64)
+			n, err := conn.Read(buf)
+			return string(buf[:n]), err
+		}
+		eventually(t, "UDP answered by pod2", func() error {
+			got, err := ask()
+			if err == nil && got != pod2.name {
+				err = fmt.Errorf("answer %q", got)
+			}
+			return err
+		})
+		if _, err := slices.Update(ctx, slice("default", "udp", "udp-1", 8080, corev1.ProtocolUDP, ep(pod1.ip, "node", true)), metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, "the same flow answered by pod1", func() error {
+			got, err := ask()
+			if err == nil && got != pod1.name {
+				err = fmt.Errorf("answer %q", got)
+			}
+			return err
+		})
 	})
 }

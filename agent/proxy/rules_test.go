@@ -74,7 +74,11 @@ var (
 // names replaces {svc}, {local}, {ext}, {fw}, {ep:IP}, {aff:IP} in the
 // expected text with the chain and set names of ns/web:http.
 func names(s string) string {
-	sp := &servicePort{svc: types.NamespacedName{Namespace: "ns", Name: "web"}, portName: "http", protocol: corev1.ProtocolTCP}
+	return namesFor(s, corev1.ProtocolTCP)
+}
+
+func namesFor(s string, proto corev1.Protocol) string {
+	sp := &servicePort{svc: types.NamespacedName{Namespace: "ns", Name: "web"}, portName: "http", protocol: proto}
 	base := chainBase(sp, "")
 	r := strings.NewReplacer(
 		"{svc}", prefixClusterPolicyChain+base,
@@ -277,6 +281,21 @@ element cluster-ips { 10.43.0.20 }
 element service-ips { 10.43.0.20 . tcp . 80 : goto {svc} }
 element service-ips { 198.51.100.7 . tcp . 80 : goto {ext} }
 `,
+	}, {
+		name: "SCTP",
+		svc: testService(func(s *corev1.Service) {
+			s.Spec.Ports[0].Protocol = corev1.ProtocolSCTP
+		}),
+		slice: func() *discoveryv1.EndpointSlice {
+			s := testSlice(remoteReady)
+			s.Ports[0].Protocol = ptr.To(corev1.ProtocolSCTP)
+			return s
+		}(),
+		want: `chain {svc}
+  meta l4proto sctp dnat to 10.42.1.5:8080
+element cluster-ips { 10.43.0.20 }
+element service-ips { 10.43.0.20 . sctp . 80 : goto {svc} }
+`,
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig()
@@ -287,7 +306,7 @@ element service-ips { 198.51.100.7 . tcp . 80 : goto {ext} }
 				eps[i] = endpointsFor(sp, []*discoveryv1.EndpointSlice{tc.slice}, cfg.NodeName)
 			}
 			got := r.service(ports, eps)
-			if diff := cmp.Diff(names(tc.want), render(got)); diff != "" {
+			if diff := cmp.Diff(namesFor(tc.want, ports[0].protocol), render(got)); diff != "" {
 				t.Errorf("rules (-want +got):\n%s", diff)
 			}
 			if diff := cmp.Diff(tc.hc, got.healthChecks); diff != "" {

@@ -314,6 +314,15 @@ func TestServices(t *testing.T) {
 		}
 	})
 
+	t.Run("DNS and proxy metrics on the node's /metrics", func(t *testing.T) {
+		out := kubectl(t, "get", "--raw", "/api/v1/nodes/"+framework.NodeName+"/proxy/metrics")
+		for _, want := range []string{"coredns_dns_requests_total", "coredns_cache_hits_total", "kubeproxy_sync_proxy_rules_duration_seconds_count"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("node metrics lack %s", want)
+			}
+		}
+	})
+
 	t.Run("node port and load balancer", func(t *testing.T) {
 		np := svc("web-np").Spec.Ports[0].NodePort
 		seesAll(t, "node port", names, func() string { return svcGet(fmt.Sprintf("http://%s:%d/", nodeIP, np)) })

@@ -25,7 +25,7 @@ import (
 	"github.com/k1s/k1s/embed/containerd"
 	"github.com/k1s/k1s/internal/images"
 	"github.com/k1s/k1s/internal/nodewatch"
-	"github.com/k1s/k1s/server/pki"
+	"github.com/k1s/k1s/internal/pki"
 )
 
 // runtimeWithImages runs the embedded containerd and imports the images

@@ -30,10 +30,10 @@ import (
 	"github.com/k1s/k1s/embed/etcd"
 	"github.com/k1s/k1s/internal/loopback"
 	"github.com/k1s/k1s/internal/memtrim"
+	"github.com/k1s/k1s/internal/pki"
 	"github.com/k1s/k1s/internal/supervisor"
 	"github.com/k1s/k1s/server/apiserver"
 	"github.com/k1s/k1s/server/auth/serviceaccount"
-	"github.com/k1s/k1s/server/pki"
 )
 
 // Config is the configuration of `k1s server`, filled from its flags.

@@ -22,7 +22,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	coreapi "github.com/k1s/k1s/server/apis/core"
+	coreapi "github.com/k1s/k1s/internal/apis/core"
 )
 
 // RunAPISource watches the pods bound to nodeName and feeds them to m,

@@ -23,7 +23,7 @@ import (
 
 	"github.com/k1s/k1s/controllers/manager"
 	managertesting "github.com/k1s/k1s/controllers/manager/testing"
-	batchapi "github.com/k1s/k1s/server/apis/batch"
+	batchapi "github.com/k1s/k1s/internal/apis/batch"
 )
 
 // at is a time of day on 2026-05-06 UTC.

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	batchapi "github.com/k1s/k1s/server/apis/batch"
+	batchapi "github.com/k1s/k1s/internal/apis/batch"
 )
 
 // nextScheduleDelta is added to the requeue delay so that the sync runs

@@ -23,7 +23,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 
-	batchapi "github.com/k1s/k1s/server/apis/batch"
+	batchapi "github.com/k1s/k1s/internal/apis/batch"
 )
 
 var t0 = time.Date(2026, 5, 6, 7, 8, 9, 0, time.UTC)

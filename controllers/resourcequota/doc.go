@@ -2,7 +2,7 @@
 // quota's status.hard equal to spec.hard and status.used equal to the
 // measured usage of the quota's hard resources in its namespace, using the
 // evaluators the apiserver's ResourceQuota admission uses
-// (server/admission/resourcequota).
+// (internal/quota).
 //
 // Admission only adds the usage of objects it admits; this controller is
 // what releases usage when objects are deleted or pods finish. A quota is

@@ -25,7 +25,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/k1s/k1s/controllers/manager"
-	quotaeval "github.com/k1s/k1s/server/admission/resourcequota"
+	quotaeval "github.com/k1s/k1s/internal/quota"
 )
 
 const (

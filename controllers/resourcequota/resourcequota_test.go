@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	quotaeval "github.com/k1s/k1s/server/admission/resourcequota"
+	quotaeval "github.com/k1s/k1s/internal/quota"
 )
 
 type fixture struct {

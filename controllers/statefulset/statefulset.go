@@ -25,7 +25,7 @@ import (
 	"github.com/k1s/k1s/controllers/controllerutil"
 	"github.com/k1s/k1s/controllers/history"
 	"github.com/k1s/k1s/controllers/manager"
-	"github.com/k1s/k1s/server/apis/apps"
+	"github.com/k1s/k1s/internal/apis/apps"
 )
 
 // Name is the controller's name in --controllers and its event source.

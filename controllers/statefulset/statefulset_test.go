@@ -25,7 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/k1s/k1s/controllers/history"
-	"github.com/k1s/k1s/server/apis/apps"
+	"github.com/k1s/k1s/internal/apis/apps"
 )
 
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

@@ -14,7 +14,7 @@ import (
 	"go.etcd.io/etcd/client/pkg/v3/transport"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/k1s/k1s/server/pki"
+	"github.com/k1s/k1s/internal/pki"
 )
 
 func TestValidate(t *testing.T) {

@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	k1squota "github.com/k1s/k1s/internal/quota"
 	"io"
 
 	"k8s.io/apiserver/pkg/admission"
@@ -34,8 +35,8 @@ func (d *dependencies) admissionPlugins(drained <-chan struct{}) (before, after 
 	)
 	after = []admissionPlugin{
 		{resourcequota.Name, factory(func() (admission.Interface, error) {
-			reg := resourcequota.NewRegistry(nil)
-			return resourcequota.NewAdmission(d.client, d.informers, resourcequota.NewConfiguration(reg), nil, drained)
+			reg := k1squota.NewRegistry(nil)
+			return resourcequota.NewAdmission(d.client, d.informers, k1squota.NewConfiguration(reg), nil, drained)
 		})},
 	}
 	return before, after

@@ -15,9 +15,9 @@ import (
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	"k8s.io/klog/v2"
 
-	"github.com/k1s/k1s/server/apis/scheduling"
+	"github.com/k1s/k1s/internal/apis/scheduling"
+	"github.com/k1s/k1s/internal/pki"
 	"github.com/k1s/k1s/server/auth/rbac/bootstrappolicy"
-	"github.com/k1s/k1s/server/pki"
 )
 
 // SystemNamespaces exist in every cluster and cannot be deleted.

@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	k1squota "github.com/k1s/k1s/internal/quota"
 	"strconv"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
@@ -22,9 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/storage"
 
-	"github.com/k1s/k1s/server/admission/resourcequota"
-	batchapi "github.com/k1s/k1s/server/apis/batch"
-	apicore "github.com/k1s/k1s/server/apis/core"
+	batchapi "github.com/k1s/k1s/internal/apis/batch"
+	apicore "github.com/k1s/k1s/internal/apis/core"
 	"github.com/k1s/k1s/server/printers"
 	"github.com/k1s/k1s/server/registry"
 	csrregistry "github.com/k1s/k1s/server/registry/certificates"
@@ -140,11 +140,11 @@ func resources() []*registry.Resource {
 		// publishes status.hard so admission enforces the quota.
 		r.PrepareForCreate = func(_ context.Context, obj runtime.Object) {
 			q := obj.(*corev1.ResourceQuota)
-			q.Status = resourcequota.StatusFromSpec(q, nil)
+			q.Status = k1squota.StatusFromSpec(q, nil)
 		}
 		r.PrepareForUpdate = func(_ context.Context, obj, old runtime.Object) {
 			q := obj.(*corev1.ResourceQuota)
-			q.Status = resourcequota.StatusFromSpec(q, old.(*corev1.ResourceQuota).Status.Used)
+			q.Status = k1squota.StatusFromSpec(q, old.(*corev1.ResourceQuota).Status.Used)
 		}
 	})
 	add(res(core, "limitranges", "LimitRange", true, func() runtime.Object { return &corev1.LimitRange{} }, func() runtime.Object { return &corev1.LimitRangeList{} }), func(r *registry.Resource) {

@@ -7,18 +7,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/k1s/k1s/server/apis/apps"
-	"github.com/k1s/k1s/server/apis/batch"
-	"github.com/k1s/k1s/server/apis/certificates"
-	"github.com/k1s/k1s/server/apis/coordination"
-	"github.com/k1s/k1s/server/apis/core"
-	"github.com/k1s/k1s/server/apis/discovery"
-	"github.com/k1s/k1s/server/apis/events"
-	"github.com/k1s/k1s/server/apis/networking"
-	"github.com/k1s/k1s/server/apis/policy"
-	"github.com/k1s/k1s/server/apis/rbac"
-	"github.com/k1s/k1s/server/apis/scheduling"
-	"github.com/k1s/k1s/server/apis/storage"
+	"github.com/k1s/k1s/internal/apis/apps"
+	"github.com/k1s/k1s/internal/apis/batch"
+	"github.com/k1s/k1s/internal/apis/certificates"
+	"github.com/k1s/k1s/internal/apis/coordination"
+	"github.com/k1s/k1s/internal/apis/core"
+	"github.com/k1s/k1s/internal/apis/discovery"
+	"github.com/k1s/k1s/internal/apis/events"
+	"github.com/k1s/k1s/internal/apis/networking"
+	"github.com/k1s/k1s/internal/apis/policy"
+	"github.com/k1s/k1s/internal/apis/rbac"
+	"github.com/k1s/k1s/internal/apis/scheduling"
+	"github.com/k1s/k1s/internal/apis/storage"
 	"github.com/k1s/k1s/server/registry"
 )
 
@@ -45,7 +45,7 @@ func gr(group, resource string) schema.GroupResource {
 	return schema.GroupResource{Group: group, Resource: resource}
 }
 
-// validation maps each resource to the validators in server/apis.
+// validation maps each resource to the validators in internal/apis.
 var validation = map[schema.GroupResource]validators{
 	gr("", "namespaces"):             v(core.ValidateNamespace, core.ValidateNamespaceUpdate, core.ValidateNamespaceStatusUpdate),
 	gr("", "pods"):                   v(core.ValidatePod, core.ValidatePodUpdate, core.ValidatePodStatusUpdate),
@@ -90,7 +90,7 @@ var validation = map[schema.GroupResource]validators{
 	gr("certificates.k8s.io", "certificatesigningrequests"): v(certificates.ValidateCertificateSigningRequest, certificates.ValidateCertificateSigningRequestUpdate, certificates.ValidateCertificateSigningRequestStatusUpdate),
 }
 
-// attachValidation sets the validation hooks of r from the server/apis packages.
+// attachValidation sets the validation hooks of r from the internal/apis packages.
 func (d *dependencies) attachValidation(r *registry.Resource) {
 	val, ok := validation[r.GroupResource()]
 	if !ok {

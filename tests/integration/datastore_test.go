@@ -12,8 +12,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/k1s/k1s/embed/etcd"
+	"github.com/k1s/k1s/internal/pki"
 	"github.com/k1s/k1s/server"
-	"github.com/k1s/k1s/server/pki"
 	"github.com/k1s/k1s/tests/integration/framework"
 )
 

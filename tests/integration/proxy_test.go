@@ -21,7 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/k1s/k1s/server/pki"
+	"github.com/k1s/k1s/internal/pki"
 	"github.com/k1s/k1s/tests/integration/framework"
 )
 

@@ -27,7 +27,7 @@ const evaluatorWorkers = 5
 //     not seen yet;
 //   - factory provides the ResourceQuota informer (registered here, so the
 //     caller must start the factory after NewAdmission);
-//   - cfg holds the evaluators, e.g. NewConfiguration(NewRegistry(nil));
+//   - cfg holds the evaluators, e.g. quota.NewConfiguration(quota.NewRegistry(nil)) of internal/quota;
 //   - limits lists resources and scopes that may only be used under a
 //     covering quota; nil for none;
 //   - drained is closed when the server has stopped serving requests; it

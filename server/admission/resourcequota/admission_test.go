@@ -2,6 +2,8 @@ package resourcequota
 
 import (
 	"context"
+	k1squota "github.com/k1s/k1s/internal/quota"
+	"github.com/k1s/k1s/internal/quota/quotatest"
 	"strings"
 	"testing"
 
@@ -13,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
 	quotaapi "k8s.io/apiserver/pkg/admission/plugin/resourcequota/apis/resourcequota"
-	quota "k8s.io/apiserver/pkg/quota/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 )
@@ -35,7 +36,7 @@ func newAdmission(t *testing.T, limits *quotaapi.Configuration, objs ...runtime.
 	client := fake.NewClientset(objs...)
 	factory := informers.NewSharedInformerFactory(client, 0)
 	drained := make(chan struct{})
-	plugin, err := NewAdmission(client, factory, NewConfiguration(NewRegistry(nil)), limits, drained)
+	plugin, err := NewAdmission(client, factory, k1squota.NewConfiguration(k1squota.NewRegistry(nil)), limits, drained)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +217,7 @@ func TestAdmissionLimitedPriorityClass(t *testing.T) {
 func TestNewAdmissionValidatesArguments(t *testing.T) {
 	client := fake.NewClientset()
 	factory := informers.NewSharedInformerFactory(client, 0)
-	cfg := NewConfiguration(NewRegistry(nil))
+	cfg := k1squota.NewConfiguration(k1squota.NewRegistry(nil))
 	drained := make(chan struct{})
 	defer close(drained)
 	if _, err := NewAdmission(client, factory, cfg, nil, nil); err == nil {
@@ -228,73 +229,8 @@ func TestNewAdmissionValidatesArguments(t *testing.T) {
 	}
 }
 
-func TestCalculateStatus(t *testing.T) {
-	objs := []runtime.Object{
-		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "running", Namespace: ns},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{container("a", rl("cpu", "250m"), rl("cpu", "500m"))}}},
-		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "done", Namespace: ns},
-			Spec:   corev1.PodSpec{Containers: []corev1.Container{container("a", rl("cpu", "1"), nil)}},
-			Status: corev1.PodStatus{Phase: corev1.PodSucceeded}},
-		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: "other"},
-			Spec: corev1.PodSpec{Containers: []corev1.Container{container("a", rl("cpu", "1"), nil)}}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c1", Namespace: ns}},
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c2", Namespace: ns}},
-		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "d", Namespace: ns}},
-	}
-	client := fake.NewClientset(objs...)
-	factory := informers.NewSharedInformerFactory(client, 0)
-	registry := NewRegistry(ListerFuncForFactory(factory))
-	for _, gvr := range []schema.GroupVersionResource{
-		corev1.SchemeGroupVersion.WithResource("pods"),
-		corev1.SchemeGroupVersion.WithResource("configmaps"),
-		{Group: "apps", Version: "v1", Resource: "deployments"},
-	} {
-		if _, err := factory.ForResource(gvr); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer func() {
-		cancel()
-		factory.Shutdown()
-	}()
-	factory.Start(ctx.Done())
-	factory.WaitForCacheSync(ctx.Done())
-
-	rq := &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: ns},
-		Spec: corev1.ResourceQuotaSpec{Hard: rl(
-			"pods", "10", "count/pods", "10", "requests.cpu", "4", "limits.cpu", "8",
-			"configmaps", "5", "count/deployments.apps", "2", "example.com/unknown", "1",
-		)},
-	}
-	status, err := CalculateStatus(rq, registry)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !quota.Equals(status.Hard, rq.Spec.Hard) {
-		t.Errorf("status.hard = %s, want spec.hard", printList(status.Hard))
-	}
-	assertUsage(t, status.Used, rl(
-		"pods", "1", "count/pods", "2", "requests.cpu", "250m", "limits.cpu", "500m",
-		"configmaps", "2", "count/deployments.apps", "1",
-	))
-}
-
-func TestStatusFromSpec(t *testing.T) {
-	rq := &corev1.ResourceQuota{
-		Spec:   corev1.ResourceQuotaSpec{Hard: rl("pods", "10", "secrets", "3", "requests.cpu", "2")},
-		Status: corev1.ResourceQuotaStatus{Hard: rl("pods", "5", "services", "1"), Used: rl("pods", "4", "services", "1", "secrets", "2")},
-	}
-	status := StatusFromSpec(rq, rl("requests.cpu", "500m", "secrets", "1"))
-	if !quota.Equals(status.Hard, rq.Spec.Hard) {
-		t.Errorf("hard = %s", printList(status.Hard))
-	}
-	// pods kept from the old status, secrets and cpu from the measured
-	// usage, services dropped with its hard limit.
-	assertUsage(t, status.Used, rl("pods", "4", "secrets", "1", "requests.cpu", "500m"))
-	// The caller's quota is not changed.
-	if q := rq.Status.Hard[corev1.ResourcePods]; q.String() != "5" {
-		t.Errorf("input quota changed: %s", q.String())
-	}
-}
+var (
+	rl          = quotatest.RL
+	container   = quotatest.Container
+	assertUsage = quotatest.AssertUsage
+)

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 
-	"github.com/k1s/k1s/server/apis/certificates"
+	"github.com/k1s/k1s/internal/apis/certificates"
 )
 
 // PrepareForCreate records who asked: spec.username, uid, groups and extra

@@ -16,7 +16,7 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/apiserver/pkg/registry/rest"
 
-	"github.com/k1s/k1s/server/apis/autoscaling"
+	"github.com/k1s/k1s/internal/apis/autoscaling"
 )
 
 // Accessor reads and writes a workload's replicas.

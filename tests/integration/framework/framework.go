@@ -25,8 +25,8 @@ import (
 	"github.com/k1s/k1s/controllers/manager"
 	"github.com/k1s/k1s/controllers/serviceaccount"
 	"github.com/k1s/k1s/internal/freeport"
+	"github.com/k1s/k1s/internal/pki"
 	"github.com/k1s/k1s/server"
-	"github.com/k1s/k1s/server/pki"
 )
 
 // Server is a running control plane.

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	storageerr "k8s.io/apiserver/pkg/storage/errors"
 
-	"github.com/k1s/k1s/server/apis/core"
+	"github.com/k1s/k1s/internal/apis/core"
 	"github.com/k1s/k1s/server/registry"
 )
 

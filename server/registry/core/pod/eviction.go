@@ -18,7 +18,7 @@ import (
 	policyclient "k8s.io/client-go/kubernetes/typed/policy/v1"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/k1s/k1s/server/apis/policy"
+	"github.com/k1s/k1s/internal/apis/policy"
 )
 
 // EvictionREST serves pods/eviction: delete a pod unless that would break a

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apiserver/pkg/storage"
 	"k8s.io/kubectl/pkg/util/qos"
 
-	"github.com/k1s/k1s/server/apis/core"
+	"github.com/k1s/k1s/internal/apis/core"
 )
 
 // PrepareForCreate gives a new pod its initial status: Pending, its QoS

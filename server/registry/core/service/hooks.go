@@ -16,7 +16,7 @@ import (
 	genericregistry "k8s.io/apiserver/pkg/registry/generic/registry"
 	"k8s.io/klog/v2"
 
-	"github.com/k1s/k1s/server/apis/core"
+	"github.com/k1s/k1s/internal/apis/core"
 )
 
 // Allocators are a service CIDR's and a node-port range's allocators.

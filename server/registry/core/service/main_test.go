@@ -15,7 +15,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/k1s/k1s/embed/etcd"
-	"github.com/k1s/k1s/server/pki"
+	"github.com/k1s/k1s/internal/pki"
 )
 
 // One embedded etcd serves every test of the package; each test works under

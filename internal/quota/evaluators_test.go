@@ -1,49 +1,27 @@
-package resourcequota
+package quota
 
 import (
+	"github.com/k1s/k1s/internal/quota/quotatest"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/admission"
-	quota "k8s.io/apiserver/pkg/quota/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 )
 
-func rl(pairs ...string) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for i := 0; i < len(pairs); i += 2 {
-		out[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
-	}
-	return out
-}
-
-func container(name string, requests, limits corev1.ResourceList) corev1.Container {
-	return corev1.Container{Name: name, Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits}}
-}
-
-func assertUsage(t *testing.T, got, want corev1.ResourceList) {
-	t.Helper()
-	if !quota.Equals(got, want) {
-		t.Errorf("usage = %s\nwant    %s", printList(got), printList(want))
-	}
-}
-
-func printList(l corev1.ResourceList) string {
-	var parts []string
-	for name, q := range l {
-		parts = append(parts, string(name)+"="+q.String())
-	}
-	sort.Strings(parts)
-	return strings.Join(parts, ",")
-}
+var (
+	rl          = quotatest.RL
+	container   = quotatest.Container
+	assertUsage = quotatest.AssertUsage
+	printList   = quotatest.PrintList
+)
 
 func TestPodUsage(t *testing.T) {
 	now := time.Unix(10_000, 0)

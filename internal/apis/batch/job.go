@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/k1s/k1s/server/apis/core"
+	"github.com/k1s/k1s/internal/apis/core"
 )
 
 // Legacy, unprefixed pod labels the job controller still sets and selects on.

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/k1s/k1s/server/apis/core"
+	"github.com/k1s/k1s/internal/apis/core"
 )
 
 // nonNegative reports a negative value as invalid at p.

@@ -5,7 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/k1s/k1s/server/apis/core"
+	"github.com/k1s/k1s/internal/apis/core"
 )
 
 // RegisterDefaults adds a defaulting function for every kind of the group and

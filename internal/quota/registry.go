@@ -1,4 +1,4 @@
-package resourcequota
+package quota
 
 import (
 	corev1 "k8s.io/api/core/v1"

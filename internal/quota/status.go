@@ -1,4 +1,4 @@
-package resourcequota
+package quota
 
 import (
 	"fmt"

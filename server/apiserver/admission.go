@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"k8s.io/apiserver/pkg/admission"
+	webhookinit "k8s.io/apiserver/pkg/admission/plugin/webhook/initializer"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
 	"k8s.io/client-go/dynamic"
@@ -52,7 +53,8 @@ func (d *dependencies) applyAdmission(gc *genericapiserver.RecommendedConfig) er
 	if err != nil {
 		return fmt.Errorf("admission client: %w", err)
 	}
-	if err := opts.ApplyTo(&gc.Config, d.informers, client, dyn, gc.FeatureGate, gc.EffectiveVersion); err != nil {
+	webhooks := webhookinit.NewPluginInitializer(nil, clusterIPResolver{services: d.informers.Core().V1().Services().Lister()})
+	if err := opts.ApplyTo(&gc.Config, d.informers, client, dyn, gc.FeatureGate, gc.EffectiveVersion, webhooks); err != nil {
 		return fmt.Errorf("admission: %w", err)
 	}
 	return nil

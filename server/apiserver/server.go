@@ -283,6 +283,8 @@ func (s *Server) apiextensionsConfig(gc genericapiserver.RecommendedConfig, etcd
 		ExtraConfig: apiextensionsapiserver.ExtraConfig{
 			CRDRESTOptionsGetter: apiextensionsoptions.NewCRDRESTOptionsGetter(eo, gc.ResourceTransformers, gc.StorageObjectCountTracker),
 			MasterCount:          1,
+			// Conversion webhooks are dialled at the Service's cluster IP.
+			ServiceResolver: clusterIPResolver{services: factory.Core().V1().Services().Lister()},
 		},
 	}, nil
 }

@@ -11,7 +11,8 @@
 # which every Service reachability check (`nc -v -t -w 2 NAME PORT`) and
 # every DNS probe (`dig +search …`, `getent hosts …`) of the suite needs.
 # This adds Debian's nc.openbsd, dig, getent and curl, with their shared
-# libraries, under /usr/local/bin (first on the images' PATH):
+# libraries, under /usr/local/bin (first on the images' PATH), and makes
+# /bin/sh Debian's bash (busybox's ash would run its own nc applet instead):
 #   zz-agnhost.tar            agnhost:2.66.1 and :2.55  (+ nc, dig, getent, curl)
 #   zz-kitten.tar, zz-nautilus.tar                      (the same, their html)
 #   zz-glibc-dns-testing.tar  glibc-dns-testing:2.1.1   (busybox + dig, getent)
@@ -52,6 +53,16 @@ tools() {
   done
   # curl's stand-in script from images.sh gives way to the real one.
   rm -f "$d/usr/bin/curl"
+  # Debian's static busybox ash runs its own applets before searching
+  # PATH (busybox nc would shadow the real one): /bin/sh and /bin/bash
+  # become Debian's bash, as Alpine's shell searches PATH.
+  rm -f "$d/bin/sh" "$d/bin/bash"
+  cp -L /bin/bash "$d/bin/bash"
+  ln -s bash "$d/bin/sh"
+  for lib in $(ldd /bin/bash | grep -o '/[^ ]*'); do
+    mkdir -p "$d$(dirname "$lib")"
+    cp -L "$lib" "$d$lib"
+  done
   [ -f "$d/etc/nsswitch.conf" ] || echo 'hosts: files dns' >"$d/etc/nsswitch.conf"
 }
 

@@ -5,7 +5,9 @@
 //
 // Executable pages are read-only file mappings: dropping them from the
 // process's page tables loses nothing — they fault back in when code runs
-// again. Writable mappings are never touched.
+// again. Writable mappings, and read-only ones holding pages the process
+// wrote (a dynamically linked build's relocated RELRO page), are never
+// touched.
 //
 // Dropping them from the page tables alone is not enough on kernels whose
 // page cache holds large folios (ext4 and xfs since Linux 6.x): the
@@ -21,6 +23,7 @@ package memtrim
 import (
 	"bufio"
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
 	"strconv"
@@ -51,40 +54,19 @@ func trim(evictCache bool) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("find executable: %w", err)
 	}
-	f, err := os.Open("/proc/self/maps")
+	mappings, err := exeMappings(exe)
 	if err != nil {
-		return 0, fmt.Errorf("read mappings: %w", err)
+		return 0, err
 	}
-	defer f.Close()
 	var total int64
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 || fields[5] != exe {
-			continue
+	for _, m := range mappings {
+		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, m.start, m.end-m.start, unix.MADV_DONTNEED); errno != 0 {
+			return total, fmt.Errorf("madvise %x-%x: %w", m.start, m.end, errno)
 		}
-		perms := fields[1]
-		if perms[1] == 'w' {
-			continue
+		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, m.start, m.end-m.start, unix.MADV_RANDOM); errno != 0 {
+			return total, fmt.Errorf("madvise %x-%x: %w", m.start, m.end, errno)
 		}
-		start, end, ok := parseRange(fields[0])
-		if !ok {
-			continue
-		}
-		// The raw system call takes the address from /proc/self/maps as
-		// is; no Go pointer to the mapping is ever made.
-		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, start, end-start, unix.MADV_DONTNEED); errno != 0 {
-			return total, fmt.Errorf("madvise %s: %w", fields[0], errno)
-		}
-		// From now on read in only the pages code really touches: no
-		// readahead, so no large folios either.
-		if _, _, errno := unix.Syscall(unix.SYS_MADVISE, start, end-start, unix.MADV_RANDOM); errno != 0 {
-			return total, fmt.Errorf("madvise %s: %w", fields[0], errno)
-		}
-		total += int64(end - start)
-	}
-	if err := sc.Err(); err != nil {
-		return total, fmt.Errorf("read mappings: %w", err)
+		total += int64(m.end - m.start)
 	}
 	if evictCache {
 		if err := evict(exe); err != nil {
@@ -106,6 +88,56 @@ func evict(path string) error {
 		return fmt.Errorf("evict %s from the page cache: %w", path, err)
 	}
 	return nil
+}
+
+type mapping struct{ start, end uintptr }
+
+// exeMappings lists the mappings of the executable that are safe to drop:
+// read-only, and holding no page the process wrote (a dynamically linked
+// build's RELRO page is made read-only after the loader relocated it;
+// dropping it would bring back the unrelocated file contents).
+func exeMappings(exe string) ([]mapping, error) {
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		return nil, fmt.Errorf("read mappings: %w", err)
+	}
+	defer f.Close()
+	return parseSmaps(f, exe)
+}
+
+// parseSmaps reads smaps(5) text for exeMappings.
+func parseSmaps(f io.Reader, exe string) ([]mapping, error) {
+	var out []mapping
+	var cur *mapping
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 {
+			continue
+		}
+		if !strings.HasSuffix(fields[0], ":") {
+			// A mapping's header line: range perms offset dev inode path.
+			cur = nil
+			if len(fields) < 6 || fields[5] != exe || fields[1][1] == 'w' {
+				continue
+			}
+			start, end, ok := parseRange(fields[0])
+			if !ok {
+				continue
+			}
+			out = append(out, mapping{start, end})
+			cur = &out[len(out)-1]
+			continue
+		}
+		if cur != nil && fields[0] == "Anonymous:" && len(fields) >= 2 && fields[1] != "0" {
+			out = out[:len(out)-1] // written to: keep it
+			cur = nil
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read mappings: %w", err)
+	}
+	return out, nil
 }
 
 func parseRange(s string) (uintptr, uintptr, bool) {

@@ -80,3 +80,30 @@ func TestParseRange(t *testing.T) {
 		}
 	}
 }
+
+func TestOnlyCleanReadOnlyMappingsAreTrimmed(t *testing.T) {
+	smaps := `00400000-00600000 r--p 00000000 fe:00 1 /k1s
+Rss:                 100 kB
+Anonymous:             0 kB
+00600000-00900000 r-xp 00200000 fe:00 1 /k1s
+Anonymous:             0 kB
+00900000-00901000 r--p 00500000 fe:00 1 /k1s
+Anonymous:             4 kB
+00901000-00a00000 rw-p 00501000 fe:00 1 /k1s
+Anonymous:            12 kB
+00a00000-00b00000 r--p 00000000 fe:00 2 /usr/lib/libc.so.6
+Anonymous:             0 kB
+7f0000000000-7f0000100000 rw-p 00000000 00:00 0
+Anonymous:          1024 kB
+`
+	got, err := parseSmaps(strings.NewReader(smaps), "/k1s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The relocated read-only page (RELRO, written by the loader), the
+	// writable data, other files and anonymous memory are kept.
+	want := []mapping{{0x400000, 0x600000}, {0x600000, 0x900000}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("mappings = %x, want %x", got, want)
+	}
+}

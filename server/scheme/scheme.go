@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 
+	"github.com/k1s/k1s/internal/apis/admissionregistration"
 	"github.com/k1s/k1s/internal/apis/apps"
 	"github.com/k1s/k1s/internal/apis/autoscaling"
 	"github.com/k1s/k1s/internal/apis/batch"
@@ -99,6 +100,7 @@ var addToScheme = []func(*runtime.Scheme) error{
 // registerDefaults are the defaulting functions of each served group.
 var registerDefaults = []func(*runtime.Scheme) error{
 	core.RegisterDefaults,
+	admissionregistration.RegisterDefaults,
 	apps.RegisterDefaults,
 	batch.RegisterDefaults,
 	autoscaling.RegisterDefaults,

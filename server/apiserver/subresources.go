@@ -1,7 +1,11 @@
 package apiserver
 
 import (
+	"crypto/tls"
 	"fmt"
+	"net"
+	"net/http"
+	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -18,6 +22,7 @@ import (
 	"github.com/k1s/k1s/server/registry/core/namespace"
 	"github.com/k1s/k1s/server/registry/core/node"
 	"github.com/k1s/k1s/server/registry/core/pod"
+	"github.com/k1s/k1s/server/registry/core/service"
 	"github.com/k1s/k1s/server/registry/core/serviceaccounttoken"
 	"github.com/k1s/k1s/server/registry/scale"
 )
@@ -85,5 +90,22 @@ func (d *dependencies) addSubresources(set *storageSet) error {
 	set.add(core, "pods/attach", &pod.AttachREST{Streams: streams})
 	set.add(core, "pods/portforward", &pod.PortForwardREST{Streams: streams})
 	set.add(core, "nodes/proxy", &node.ProxyREST{Conn: conn})
+	// pods/proxy and services/proxy dial pod addresses, as kube-apiserver's
+	// proxy transport does (HTTPS without verifying the pod's certificate).
+	podTransport := &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSClientConfig:     &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // upstream's proxy transport
+		TLSHandshakeTimeout: 10 * time.Second,
+		IdleConnTimeout:     90 * time.Second,
+	}
+	podsGetter := set.stores[corev1.Resource("pods")].Store
+	set.add(core, "pods/proxy", &pod.ProxyREST{Pods: podsGetter, Transport: podTransport})
+	set.add(core, "services/proxy", &service.ProxyREST{
+		Services:  set.stores[corev1.Resource("services")].Store,
+		Pods:      podsGetter,
+		Slices:    d.informers.Discovery().V1().EndpointSlices().Lister(),
+		Transport: podTransport,
+	})
 	return nil
 }

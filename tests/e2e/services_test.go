@@ -261,6 +261,17 @@ func TestServices(t *testing.T) {
 		}
 	})
 
+	t.Run("the apiserver proxies to a pod and to a service", func(t *testing.T) {
+		out := kubectl(t, "get", "--raw", "/api/v1/namespaces/default/pods/"+webPods[0].Name+":8080/proxy/")
+		if strings.TrimSpace(out) != webPods[0].Name {
+			t.Errorf("pods/proxy: %q", out)
+		}
+		out = kubectl(t, "get", "--raw", "/api/v1/namespaces/default/services/web:http/proxy/")
+		if !names[strings.TrimSpace(out)] {
+			t.Errorf("services/proxy: %q", out)
+		}
+	})
+
 	t.Run("names from a pod", func(t *testing.T) {
 		for _, name := range []string{"web", "web.default", "web.default.svc.cluster.local"} {
 			out, err := inPod("client", "http://"+name+"/")

@@ -115,6 +115,11 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := deps.installAPIs(core, gc.RESTOptionsGetter); err != nil {
 		return err
 	}
+	oidc, err := newOIDCDocs(s.cfg.ServiceAccountIssuer, defaultJWKSURI(s.cfg.AdvertiseAddress, s.cfg.SecurePort), deps.saKey.Public())
+	if err != nil {
+		return fmt.Errorf("service-account issuer discovery: %w", err)
+	}
+	oidc.install(core.Handler.NonGoRestfulMux)
 	failed := make(chan error, 1)
 	deps.addHooks(core, s.ready, failed)
 	watchCRDGroups(core, extServer)

@@ -21,8 +21,8 @@ var _ rest.Connecter = &ProxyREST{}
 
 var proxyMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}
 
-// New returns an empty Node.
-func (r *ProxyREST) New() runtime.Object { return &corev1.Node{} }
+// New returns empty proxy options, the kind upstream gives the subresource.
+func (r *ProxyREST) New() runtime.Object { return &corev1.NodeProxyOptions{} }
 
 // Destroy does nothing.
 func (r *ProxyREST) Destroy() {}

@@ -31,8 +31,8 @@ var _ rest.Connecter = &ProxyREST{}
 // ProxyMethods are the HTTP methods pods/proxy and services/proxy pass on.
 var ProxyMethods = []string{"GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"}
 
-// New returns an empty Pod.
-func (r *ProxyREST) New() runtime.Object { return &corev1.Pod{} }
+// New returns empty proxy options, the kind upstream gives the subresource.
+func (r *ProxyREST) New() runtime.Object { return &corev1.PodProxyOptions{} }
 
 // Destroy does nothing.
 func (r *ProxyREST) Destroy() {}

@@ -204,14 +204,14 @@ var (
 	_ rest.Connecter = &PortForwardREST{}
 )
 
-func (r *ExecREST) New() runtime.Object        { return &corev1.Pod{} }
+func (r *ExecREST) New() runtime.Object        { return &corev1.PodExecOptions{} }
 func (r *ExecREST) Destroy()                   {}
 func (r *ExecREST) ConnectMethods() []string   { return upgradeMethods }
-func (r *AttachREST) New() runtime.Object      { return &corev1.Pod{} }
+func (r *AttachREST) New() runtime.Object      { return &corev1.PodAttachOptions{} }
 func (r *AttachREST) Destroy()                 {}
 func (r *AttachREST) ConnectMethods() []string { return upgradeMethods }
 
-func (r *PortForwardREST) New() runtime.Object      { return &corev1.Pod{} }
+func (r *PortForwardREST) New() runtime.Object      { return &corev1.PodPortForwardOptions{} }
 func (r *PortForwardREST) Destroy()                 {}
 func (r *PortForwardREST) ConnectMethods() []string { return upgradeMethods }
 

@@ -36,8 +36,8 @@ type ProxyREST struct {
 
 var _ rest.Connecter = &ProxyREST{}
 
-// New returns an empty Service.
-func (r *ProxyREST) New() runtime.Object { return &corev1.Service{} }
+// New returns empty proxy options, the kind upstream gives the subresource.
+func (r *ProxyREST) New() runtime.Object { return &corev1.ServiceProxyOptions{} }
 
 // Destroy does nothing.
 func (r *ProxyREST) Destroy() {}

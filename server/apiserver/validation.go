@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/k1s/k1s/internal/apis/admissionregistration"
 	"github.com/k1s/k1s/internal/apis/apps"
 	"github.com/k1s/k1s/internal/apis/batch"
 	"github.com/k1s/k1s/internal/apis/certificates"
@@ -81,10 +82,19 @@ var validation = map[schema.GroupResource]validators{
 	gr("rbac.authorization.k8s.io", "rolebindings"):        v(rbac.ValidateRoleBinding, rbac.ValidateRoleBindingUpdate, nil),
 	gr("rbac.authorization.k8s.io", "clusterrolebindings"): v(rbac.ValidateClusterRoleBinding, rbac.ValidateClusterRoleBindingUpdate, nil),
 
+	gr("admissionregistration.k8s.io", "validatingwebhookconfigurations"):   v(admissionregistration.ValidateValidatingWebhookConfiguration, admissionregistration.ValidateValidatingWebhookConfigurationUpdate, nil),
+	gr("admissionregistration.k8s.io", "mutatingwebhookconfigurations"):     v(admissionregistration.ValidateMutatingWebhookConfiguration, admissionregistration.ValidateMutatingWebhookConfigurationUpdate, nil),
+	gr("admissionregistration.k8s.io", "validatingadmissionpolicies"):       v(admissionregistration.ValidateValidatingAdmissionPolicy, admissionregistration.ValidateValidatingAdmissionPolicyUpdate, admissionregistration.ValidateValidatingAdmissionPolicyStatusUpdate),
+	gr("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): v(admissionregistration.ValidateValidatingAdmissionPolicyBinding, admissionregistration.ValidateValidatingAdmissionPolicyBindingUpdate, nil),
+	gr("admissionregistration.k8s.io", "mutatingadmissionpolicies"):         v(admissionregistration.ValidateMutatingAdmissionPolicy, admissionregistration.ValidateMutatingAdmissionPolicyUpdate, nil),
+	gr("admissionregistration.k8s.io", "mutatingadmissionpolicybindings"):   v(admissionregistration.ValidateMutatingAdmissionPolicyBinding, admissionregistration.ValidateMutatingAdmissionPolicyBindingUpdate, nil),
+
 	gr("storage.k8s.io", "storageclasses"):                  v(storage.ValidateStorageClass, storage.ValidateStorageClassUpdate, nil),
 	gr("networking.k8s.io", "ingresses"):                    v(networking.ValidateIngress, networking.ValidateIngressUpdate, networking.ValidateIngressStatusUpdate),
 	gr("networking.k8s.io", "ingressclasses"):               v(networking.ValidateIngressClass, networking.ValidateIngressClassUpdate, nil),
 	gr("networking.k8s.io", "networkpolicies"):              v(networking.ValidateNetworkPolicy, networking.ValidateNetworkPolicyUpdate, nil),
+	gr("networking.k8s.io", "servicecidrs"):                 v(networking.ValidateServiceCIDR, networking.ValidateServiceCIDRUpdate, networking.ValidateServiceCIDRStatusUpdate),
+	gr("networking.k8s.io", "ipaddresses"):                  v(networking.ValidateIPAddress, networking.ValidateIPAddressUpdate, nil),
 	gr("policy", "poddisruptionbudgets"):                    v(policy.ValidatePodDisruptionBudget, policy.ValidatePodDisruptionBudgetUpdate, policy.ValidatePodDisruptionBudgetStatusUpdate),
 	gr("scheduling.k8s.io", "priorityclasses"):              v(scheduling.ValidatePriorityClass, scheduling.ValidatePriorityClassUpdate, nil),
 	gr("certificates.k8s.io", "certificatesigningrequests"): v(certificates.ValidateCertificateSigningRequest, certificates.ValidateCertificateSigningRequestUpdate, certificates.ValidateCertificateSigningRequestStatusUpdate),

@@ -150,6 +150,9 @@ func samples(t testing.TB) []sample {
 			DefaultBackend: &networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: "svc", Port: networkingv1.ServiceBackendPort{Number: 80}}}}}},
 		{nw("ingressclasses"), false, &networkingv1.IngressClass{ObjectMeta: meta("crud-ingclass"), Spec: networkingv1.IngressClassSpec{Controller: "example.com/crud"}}},
 		{nw("networkpolicies"), true, &networkingv1.NetworkPolicy{ObjectMeta: meta("crud-netpol")}},
+		{nw("servicecidrs"), false, &networkingv1.ServiceCIDR{ObjectMeta: meta("crud-servicecidr"), Spec: networkingv1.ServiceCIDRSpec{CIDRs: []string{"10.99.0.0/24"}}}},
+		{nw("ipaddresses"), false, &networkingv1.IPAddress{ObjectMeta: meta("10.99.0.7"), Spec: networkingv1.IPAddressSpec{
+			ParentRef: &networkingv1.ParentReference{Resource: "services", Namespace: "crud", Name: "crud-svc"}}}},
 		{policyv1.SchemeGroupVersion.WithResource("poddisruptionbudgets"), true, &policyv1.PodDisruptionBudget{ObjectMeta: meta("crud-pdb"),
 			Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: ptr.To(intstr.FromInt32(1)), Selector: selector("pdb")}}},
 		{schedulingv1.SchemeGroupVersion.WithResource("priorityclasses"), false, &schedulingv1.PriorityClass{ObjectMeta: meta("crud-pc"), Value: 1000}},
@@ -160,7 +163,13 @@ func samples(t testing.TB) []sample {
 		{ar("validatingwebhookconfigurations"), false, &admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: meta("crud-vwc")}},
 		{ar("mutatingwebhookconfigurations"), false, &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: meta("crud-mwc")}},
 		{ar("validatingadmissionpolicies"), false, &admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: meta("crud-vap"),
-			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{Validations: []admissionregistrationv1.Validation{{Expression: "true"}}}}},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"configmaps"}},
+					}}}},
+				Validations: []admissionregistrationv1.Validation{{Expression: "true"}}}}},
 		{ar("validatingadmissionpolicybindings"), false, &admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: meta("crud-vapb"),
 			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{PolicyName: "crud-vap-missing",
 				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Audit}}}},

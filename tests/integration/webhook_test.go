@@ -25,7 +25,9 @@ import (
 // TestAdmissionWebhooks registers a mutating and a validating webhook (an
 // HTTPS server of the test's, by URL) scoped by a namespace label, and
 // checks that objects created in that namespace are mutated and denied as
-// the webhooks answer, and objects elsewhere are left alone.
+// the webhooks answer, objects the validating webhook's match condition
+// excludes and objects elsewhere are left alone, and configurations whose
+// match conditions do not compile are refused.
 func TestAdmissionWebhooks(t *testing.T) {
 	s := framework.StartAPI(t)
 	ctx := context.Background()
@@ -78,6 +80,29 @@ func TestAdmissionWebhooks(t *testing.T) {
 	}}
 	selector := &metav1.LabelSelector{MatchLabels: map[string]string{"webhook-test": "true"}}
 	none := admissionregistrationv1.SideEffectClassNone
+
+	// Match conditions are compiled as CEL on create: one that does not
+	// compile is a 422 naming its expression (upstream's conformance test
+	// "should reject ... webhook configurations with invalid match conditions").
+	broken := []admissionregistrationv1.MatchCondition{{Name: "broken", Expression: "object.metadata.name =="}}
+	_, err := client.AdmissionregistrationV1().ValidatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.ValidatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "broken"},
+		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+			Name: "broken.test.k1s.io", Rules: rules, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: ptr.To(srv.URL + "/validate"), CABundle: caPEM}, MatchConditions: broken,
+		}},
+	}, metav1.CreateOptions{})
+	requireInvalid(t, err, "webhooks[0].matchConditions[0].expression")
+	_, err = client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: "broken"},
+		Webhooks: []admissionregistrationv1.MutatingWebhook{{
+			Name: "broken.test.k1s.io", Rules: rules, SideEffects: &none, AdmissionReviewVersions: []string{"v1"},
+			ClientConfig:    admissionregistrationv1.WebhookClientConfig{URL: ptr.To(srv.URL + "/mutate"), CABundle: caPEM},
+			MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "not-bool", Expression: "object.metadata.name"}},
+		}},
+	}, metav1.CreateOptions{})
+	requireInvalid(t, err, "webhooks[0].matchConditions[0].expression")
+
 	if _, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, &admissionregistrationv1.MutatingWebhookConfiguration{
 		ObjectMeta: metav1.ObjectMeta{Name: "mutate"},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
@@ -94,6 +119,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 			Name: "validate.test.k1s.io", Rules: rules, NamespaceSelector: selector, SideEffects: &none,
 			AdmissionReviewVersions: []string{"v1"},
 			ClientConfig:            admissionregistrationv1.WebhookClientConfig{URL: ptr.To(srv.URL + "/validate"), CABundle: caPEM},
+			MatchConditions:         []admissionregistrationv1.MatchCondition{{Name: "not-exempt", Expression: `object.metadata.name != "exempt"`}},
 		}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -102,7 +128,7 @@ func TestAdmissionWebhooks(t *testing.T) {
 	// The configurations take effect once the apiserver's informers see them.
 	var got *corev1.ConfigMap
 	i := 0
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
 		i++
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe-" + string(rune('a'+i%26)) + time.Now().Format("150405.000000")[7:]}, Data: map[string]string{"x": "1"}}
 		cm.Name = strings.ReplaceAll(cm.Name, ".", "")
@@ -119,6 +145,10 @@ func TestAdmissionWebhooks(t *testing.T) {
 	_, err = client.CoreV1().ConfigMaps("hooked").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "denied"}, Data: map[string]string{"deny": "yes"}}, metav1.CreateOptions{})
 	if err == nil || !strings.Contains(err.Error(), "denied by the test webhook") {
 		t.Fatalf("create to be denied: %v", err)
+	}
+	exempt, err := client.CoreV1().ConfigMaps("hooked").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "exempt"}, Data: map[string]string{"deny": "yes"}}, metav1.CreateOptions{})
+	if err != nil || exempt.Data["mutated"] != "yes" {
+		t.Fatalf("excluded by the validating webhook's match condition, mutated still: %v %+v", err, exempt)
 	}
 	plain, err := client.CoreV1().ConfigMaps("plain").Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "plain"}, Data: map[string]string{"deny": "yes"}}, metav1.CreateOptions{})
 	if err != nil || plain.Data["mutated"] != "" {

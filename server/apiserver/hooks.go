@@ -8,8 +8,10 @@ import (
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	genericapiserver "k8s.io/apiserver/pkg/server"
@@ -93,6 +95,9 @@ func (d *dependencies) bootstrap(ctx context.Context) error {
 	if _, err := d.client.RbacV1().ClusterRoleBindings().Create(ctx, crb, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create %s: %w", crb.Name, err)
 	}
+	if err := d.defaultServiceCIDR(ctx); err != nil {
+		return err
+	}
 	ks := &kubernetesService{
 		client:    d.client,
 		clusterIP: d.cfg.FirstServiceIP(),
@@ -113,6 +118,40 @@ func (d *dependencies) bootstrap(ctx context.Context) error {
 	}
 	return nil
 }
+
+// defaultServiceCIDR keeps networking.k8s.io ServiceCIDR "kubernetes"
+// describing --service-cidr, Ready, as kube-apiserver's default-servicecidr
+// controller does. (k1s allocates cluster IPs from --service-cidr alone;
+// other ServiceCIDRs are stored but do not widen the range.)
+func (d *dependencies) defaultServiceCIDR(ctx context.Context) error {
+	api := d.client.NetworkingV1().ServiceCIDRs()
+	want := []string{d.cfg.ServiceCIDR.String()}
+	cur, err := api.Get(ctx, DefaultServiceCIDRName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		cur, err = api.Create(ctx, &networkingv1.ServiceCIDR{
+			ObjectMeta: metav1.ObjectMeta{Name: DefaultServiceCIDRName},
+			Spec:       networkingv1.ServiceCIDRSpec{CIDRs: want},
+		}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("default ServiceCIDR: %w", err)
+	}
+	if meta.IsStatusConditionTrue(cur.Status.Conditions, networkingv1.ServiceCIDRConditionReady) {
+		return nil
+	}
+	cur = cur.DeepCopy()
+	meta.SetStatusCondition(&cur.Status.Conditions, metav1.Condition{
+		Type: networkingv1.ServiceCIDRConditionReady, Status: metav1.ConditionTrue,
+		Reason: "Ready", Message: "Kubernetes default Service CIDR is ready", ObservedGeneration: cur.Generation,
+	})
+	if _, err := api.UpdateStatus(ctx, cur, metav1.UpdateOptions{}); err != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("default ServiceCIDR status: %w", err)
+	}
+	return nil
+}
+
+// DefaultServiceCIDRName is the ServiceCIDR describing --service-cidr.
+const DefaultServiceCIDRName = "kubernetes"
 
 // repairServiceAllocations frees cluster IPs and node ports that no service
 // owns (left by a crash between allocation and storage), at start and every

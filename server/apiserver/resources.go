@@ -235,6 +235,12 @@ func resources() []*registry.Resource {
 		r.Status = true
 	})
 	add(res(nw, "ingressclasses", "IngressClass", false, func() runtime.Object { return &networkingv1.IngressClass{} }, func() runtime.Object { return &networkingv1.IngressClassList{} }), nil)
+	add(res(nw, "servicecidrs", "ServiceCIDR", false, func() runtime.Object { return &networkingv1.ServiceCIDR{} }, func() runtime.Object { return &networkingv1.ServiceCIDRList{} }), func(r *registry.Resource) {
+		r.Status = true
+	})
+	add(res(nw, "ipaddresses", "IPAddress", false, func() runtime.Object { return &networkingv1.IPAddress{} }, func() runtime.Object { return &networkingv1.IPAddressList{} }), func(r *registry.Resource) {
+		r.ShortNames = []string{"ip"}
+	})
 	add(res(nw, "networkpolicies", "NetworkPolicy", true, func() runtime.Object { return &networkingv1.NetworkPolicy{} }, func() runtime.Object { return &networkingv1.NetworkPolicyList{} }), func(r *registry.Resource) {
 		r.ShortNames = []string{"netpol"}
 	})

@@ -30,6 +30,7 @@ import (
 	"github.com/k1s/k1s/agent/proxy"
 	agentserver "github.com/k1s/k1s/agent/server"
 	"github.com/k1s/k1s/agent/volume"
+	"github.com/k1s/k1s/embed/containerd"
 	"github.com/k1s/k1s/internal/cachesync"
 )
 
@@ -56,6 +57,12 @@ type NodeConfig struct {
 	// DNS configures the node's cluster DNS; nil runs none
 	// (--disable=coredns).
 	DNS *dns.Config
+	// Containerd, when set, runs the embedded containerd as part of the
+	// node (Agent.RuntimeEndpoint is then its socket): started first, its
+	// bundled images imported before the agent starts, the air-gap images
+	// before any pod (PodsAfter), stopped last. nil: an external runtime at
+	// Agent.RuntimeEndpoint (--container-runtime-endpoint).
+	Containerd *containerd.Config
 }
 
 // Node is a running node: a supervised component.
@@ -63,6 +70,7 @@ type Node struct {
 	cfg          NodeConfig
 	restCfg      *rest.Config
 	proxyRestCfg *rest.Config
+	runtime      *embeddedRuntime // nil: an external runtime
 	ready        chan struct{}
 	readyErr     error
 }
@@ -71,6 +79,14 @@ type Node struct {
 // as the service proxy (system:kube-proxy), which reads every Service and
 // EndpointSlice (nil: restCfg). It starts nothing.
 func NewNode(cfg NodeConfig, restCfg, proxyRestCfg *rest.Config) (*Node, error) {
+	var rt *embeddedRuntime
+	if cfg.Containerd != nil {
+		var err error
+		if rt, err = newEmbeddedRuntime(*cfg.Containerd); err != nil {
+			return nil, err
+		}
+		cfg.Agent.RuntimeEndpoint = rt.c.Endpoint()
+	}
 	cfg.Agent.SetDefaults()
 	if err := cfg.Agent.Validate(); err != nil {
 		return nil, err
@@ -94,14 +110,60 @@ func NewNode(cfg NodeConfig, restCfg, proxyRestCfg *rest.Config) (*Node, error) 
 		_, cfg.ClusterCIDR, _ = net.ParseCIDR("10.42.0.0/16")
 	}
 	cfg.Server.NodeName = cfg.Agent.NodeName
-	return &Node{cfg: cfg, restCfg: restCfg, proxyRestCfg: proxyRestCfg, ready: make(chan struct{})}, nil
+	return &Node{cfg: cfg, restCfg: restCfg, proxyRestCfg: proxyRestCfg, runtime: rt, ready: make(chan struct{})}, nil
 }
 
 // Ready is closed once the node is registered and Ready.
 func (n *Node) Ready() <-chan struct{} { return n.ready }
 
-// Run connects to the runtime and runs the node until ctx is cancelled.
+// Run runs the node until ctx is cancelled: the embedded containerd first
+// (when the node has one), then the agent, its API, the proxy and the
+// DNS, which stop before containerd does.
 func (n *Node) Run(ctx context.Context) error {
+	if n.runtime == nil {
+		return n.run(ctx, n.cfg.PodsAfter)
+	}
+	rtCtx, stopRuntime := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopRuntime()
+	rtDone := make(chan error, 1)
+	go func() { rtDone <- n.runtime.Run(rtCtx) }()
+	select {
+	case <-n.runtime.ready:
+	case err := <-rtDone:
+		if err == nil {
+			err = fmt.Errorf("containerd stopped before it was ready")
+		}
+		return fmt.Errorf("containerd: %w", err)
+	case <-ctx.Done():
+		stopRuntime()
+		return <-rtDone
+	}
+	nodeCtx, stopNode := context.WithCancel(ctx)
+	defer stopNode()
+	nodeDone := make(chan error, 1)
+	go func() { nodeDone <- n.run(nodeCtx, n.runtime.imported) }()
+	var err error
+	select {
+	case err = <-nodeDone:
+	case rerr := <-rtDone:
+		// containerd died under the node: stop the node too.
+		stopNode()
+		<-nodeDone
+		if rerr == nil {
+			rerr = fmt.Errorf("containerd stopped")
+		}
+		return fmt.Errorf("containerd: %w", rerr)
+	}
+	stopRuntime()
+	if rerr := <-rtDone; err == nil && rerr != nil {
+		err = fmt.Errorf("containerd: %w", rerr)
+	}
+	return err
+}
+
+// run connects to the runtime and runs the node until ctx is cancelled;
+// no pod starts before podsAfter is closed (nil: at once).
+func (n *Node) run(ctx context.Context, podsAfter <-chan struct{}) error {
 	logger := klog.FromContext(ctx).WithName("node")
 	ctx = klog.NewContext(ctx, logger)
 	client, err := kubernetes.NewForConfig(n.restCfg)
@@ -191,7 +253,7 @@ func (n *Node) Run(ctx context.Context) error {
 		Network:   &cniNetwork{dir: n.cfg.Agent.CNIConfDir, ipamDir: filepath.Join(n.cfg.Agent.AgentDir(), "cni", "networks"), clusterCIDR: n.cfg.ClusterCIDR},
 		Env:       env,
 		Clock:     clock.RealClock{},
-		PodsAfter: n.cfg.PodsAfter,
+		PodsAfter: podsAfter,
 		APIReady:  apiSynced,
 	})
 	if err != nil {

@@ -23,79 +23,32 @@ import (
 	"github.com/k1s/k1s/agent/proxy"
 	agentserver "github.com/k1s/k1s/agent/server"
 	"github.com/k1s/k1s/embed/containerd"
-	"github.com/k1s/k1s/internal/images"
 	"github.com/k1s/k1s/internal/nodewatch"
 	"github.com/k1s/k1s/internal/pki"
 )
 
-// runtimeWithImages runs the embedded containerd and imports the images
-// carried in the binary (the pause image) before it reports ready, so the
-// node can register and set up its network; the air-gap image tarballs
-// are imported next, and the agent starts no pod before that is done
-// (imported), so a pod never finds its air-gap image missing.
-type runtimeWithImages struct {
-	c        *containerd.Containerd
-	ready    chan struct{}
-	imported chan struct{}
-}
-
-func (r *runtimeWithImages) Ready() <-chan struct{} { return r.ready }
-
-func (r *runtimeWithImages) Run(ctx context.Context) error {
-	done := make(chan error, 1)
-	go func() { done <- r.c.Run(ctx) }()
-	select {
-	case <-r.c.Ready():
-	case err := <-done:
-		return err
-	}
-	logger := klog.FromContext(ctx)
-	report := func(results []images.Result, err error) {
-		if err != nil {
-			// A bad tarball must not stop the node: report it and go on.
-			logger.Error(err, "Some images could not be imported")
-		}
-		for _, res := range results {
-			logger.V(2).Info("Image archive", "result", fmt.Sprintf("%+v", res))
-		}
-	}
-	report(r.c.ImportBundledImages(ctx))
-	close(r.ready)
-	report(r.c.ImportImageDir(ctx))
-	close(r.imported)
-	return <-done
-}
-
-// nodeComponents builds the embedded node: containerd (unless an external
-// runtime is named) and the agent with its API server. apiReady is closed
-// once the apiserver serves.
-func (s *Server) nodeComponents(cluster *pki.Cluster, local string, apiReady <-chan struct{}) (runtime *runtimeWithImages, node *agent.Node, err error) {
-	endpoint := s.cfg.ContainerRuntimeEndpoint
-	if endpoint == "" {
-		c, err := containerd.New(containerd.Config{DataDir: s.cfg.DataDir})
-		if err != nil {
-			return nil, nil, err
-		}
-		runtime = &runtimeWithImages{c: c, ready: make(chan struct{}), imported: make(chan struct{})}
-		endpoint = c.Endpoint()
-	}
-	var podsAfter <-chan struct{}
-	if runtime != nil {
-		podsAfter = runtime.imported
+// nodeComponent builds this server's node: containerd (unless an external
+// runtime is named), the agent with its API server, the service proxy and
+// the DNS — the same node `k1s agent` runs. apiReady is closed once the
+// apiserver serves.
+func (s *Server) nodeComponent(cluster *pki.Cluster, local string, apiReady <-chan struct{}) (node *agent.Node, err error) {
+	var embedded *containerd.Config
+	if s.cfg.ContainerRuntimeEndpoint == "" {
+		embedded = &containerd.Config{DataDir: s.cfg.DataDir}
 	}
 	hostname, _ := os.Hostname()
 	agentDir := filepath.Join(s.cfg.DataDir, "agent")
 	certs, err := cluster.IssueNodeCerts(filepath.Join(agentDir, "tls"), s.cfg.NodeName, hostname, uniqueIPs(s.p.nodeIP, s.p.advertise))
 	if err != nil {
-		return nil, nil, fmt.Errorf("node certificates: %w", err)
+		return nil, fmt.Errorf("node certificates: %w", err)
 	}
 	kubeconfig := filepath.Join(agentDir, "kubeconfig.yaml")
 	if err := pki.WriteKubeconfig(kubeconfig, local, cluster.ServerCA, certs.Client, 0o600); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	restCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	restCfg.QPS, restCfg.Burst = 50, 100
 	// Protobuf as the kubelet's client; the apiserver's handler is called
@@ -103,21 +56,21 @@ func (s *Server) nodeComponents(cluster *pki.Cluster, local string, apiReady <-c
 	restCfg.ContentType = k8sruntime.ContentTypeProtobuf
 	restCfg.AcceptContentTypes = k8sruntime.ContentTypeProtobuf + "," + k8sruntime.ContentTypeJSON
 	if restCfg, err = s.inProcess.ClientConfig(restCfg); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	proxyKubeconfig := filepath.Join(agentDir, "kubeproxy.kubeconfig")
 	if err := pki.WriteKubeconfig(proxyKubeconfig, local, cluster.ServerCA, certs.Proxy, 0o600); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	proxyRestCfg, err := clientcmd.BuildConfigFromFlags("", proxyKubeconfig)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	proxyRestCfg.QPS, proxyRestCfg.Burst = 50, 100
 	proxyRestCfg.ContentType = k8sruntime.ContentTypeProtobuf
 	proxyRestCfg.AcceptContentTypes = restCfg.AcceptContentTypes
 	if proxyRestCfg, err = s.inProcess.ClientConfig(proxyRestCfg); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	var proxyCfg *proxy.Config
 	if !s.cfg.DisableKubeProxy {
@@ -141,7 +94,7 @@ func (s *Server) nodeComponents(cluster *pki.Cluster, local string, apiReady <-c
 	}
 	taints, err := parseTaints(s.cfg.NodeTaints)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	node, err = agent.NewNode(agent.NodeConfig{
 		Agent: agent.Config{
@@ -151,7 +104,7 @@ func (s *Server) nodeComponents(cluster *pki.Cluster, local string, apiReady <-c
 			NodeLabels:      s.p.nodeLabels,
 			NodeTaints:      taints,
 			PodManifests:    s.cfg.PodManifests,
-			RuntimeEndpoint: endpoint,
+			RuntimeEndpoint: s.cfg.ContainerRuntimeEndpoint,
 			ClusterDNS:      []string{s.cfg.ClusterDNS},
 			ClusterDomain:   s.cfg.ClusterDomain,
 			ResolvConf:      s.cfg.ResolvConf,
@@ -165,15 +118,15 @@ func (s *Server) nodeComponents(cluster *pki.Cluster, local string, apiReady <-c
 		},
 		Logs:        logs.Config{MaxSize: s.cfg.ContainerLogMaxSize, MaxFiles: s.cfg.ContainerLogMaxFiles},
 		ClusterCIDR: s.p.clusterCIDR,
-		PodsAfter:   podsAfter,
+		Containerd:  embedded,
 		APIReady:    apiReady,
 		Proxy:       proxyCfg,
 		DNS:         dnsCfg,
 	}, restCfg, proxyRestCfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return runtime, node, nil
+	return node, nil
 }
 
 // parseTaints reads --node-taint values: key[=value]:Effect.

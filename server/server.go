@@ -408,31 +408,20 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 
 	var tiers []supervisor.Tier
-	var runtime *runtimeWithImages
 	var node *agent.Node
 	apiReady := make(chan struct{})
 	if !s.cfg.DisableAgent {
-		if runtime, node, err = s.nodeComponents(cluster, local, apiReady); err != nil {
+		if node, err = s.nodeComponent(cluster, local, apiReady); err != nil {
 			return err
 		}
 	}
 	first := supervisor.Tier{}
-	if runtime != nil {
-		// containerd needs nothing from the control plane: it starts first
-		// and gates nothing (the node waits for it itself). In a tier of
-		// its own, it stops after the node.
-		tiers = append(tiers, supervisor.Tier{{Name: "containerd", Component: notGating{runtime}}})
-	}
 	if node != nil {
-		// The node starts with etcd, not after the apiserver: its static
-		// pods run without the apiserver, as kubelet's do; it contacts the
-		// apiserver once apiReady is closed. It gates nothing, and stops
-		// after the apiserver.
-		var n supervisor.Component = node
-		if runtime != nil {
-			n = afterReady{dep: runtime.Ready(), Node: node}
-		}
-		first = append(first, supervisor.Named{Name: "node", Component: notGating{n}})
+		// The node (containerd first, then the agent) starts with etcd, not
+		// after the apiserver: its static pods run without the apiserver,
+		// as kubelet's do; it contacts the apiserver once apiReady is
+		// closed. It gates nothing, and stops after the apiserver.
+		first = append(first, supervisor.Named{Name: "node", Component: notGating{node}})
 	}
 	etcdServers := strings.Split(s.cfg.DatastoreEndpoint, ",")
 	etcdCA, etcdCert, etcdKey := s.cfg.DatastoreCAFile, s.cfg.DatastoreCertFile, s.cfg.DatastoreKeyFile
@@ -650,22 +639,6 @@ func kubeletVersion() string { return kubeversion.Get().GitVersion }
 type notGating struct{ c supervisor.Component }
 
 func (n notGating) Run(ctx context.Context) error { return n.c.Run(ctx) }
-
-// afterReady runs the component once dep is closed; its readiness is the
-// component's.
-type afterReady struct {
-	dep <-chan struct{}
-	*agent.Node
-}
-
-func (a afterReady) Run(ctx context.Context) error {
-	select {
-	case <-a.dep:
-	case <-ctx.Done():
-		return nil
-	}
-	return a.Node.Run(ctx)
-}
 
 // afterKey runs the apiserver once its service-account key exists.
 type afterKey struct {

@@ -2,8 +2,11 @@ package server
 
 import (
 	"errors"
+	"fmt"
 	"net"
+	"time"
 
+	"github.com/k1s/k1s/controllers/certificates"
 	"github.com/k1s/k1s/controllers/clusterroleaggregation"
 	"github.com/k1s/k1s/controllers/cronjob"
 	"github.com/k1s/k1s/controllers/daemonset"
@@ -27,6 +30,7 @@ import (
 	"github.com/k1s/k1s/controllers/servicelb"
 	"github.com/k1s/k1s/controllers/statefulset"
 	"github.com/k1s/k1s/controllers/ttlafterfinished"
+	"github.com/k1s/k1s/internal/pki"
 )
 
 // ControllerSettings are the tunables of the controllers and the
@@ -43,6 +47,9 @@ type ControllerSettings struct {
 	NodeLifecycle    nodelifecycle.Config
 	PodGC            podgc.Config
 	Scheduler        scheduler.Config
+	// ClusterSigningDuration is the longest life of a certificate the
+	// csrsigning controller signs (--cluster-signing-duration). Default 8760h.
+	ClusterSigningDuration time.Duration
 }
 
 // DefaultControllerSettings returns every controller's defaults.
@@ -61,6 +68,9 @@ func (s *ControllerSettings) SetDefaults() {
 	s.GarbageCollector.SetDefaults()
 	s.ResourceQuota.SetDefaults()
 	s.Scheduler.SetDefaults()
+	if s.ClusterSigningDuration == 0 {
+		s.ClusterSigningDuration = certificates.DefaultSigningDuration
+	}
 	d := nodelifecycle.DefaultConfig()
 	nl := &s.NodeLifecycle
 	if nl.NodeMonitorPeriod == 0 {
@@ -96,11 +106,15 @@ func (s *ControllerSettings) Validate() error {
 		s.NodeLifecycle.Validate(),
 		s.PodGC.Validate(),
 		s.Scheduler.Validate(),
+		signingDurationErr(s.ClusterSigningDuration),
 	)
 }
 
+// clusterCAs are the CAs the csrsigning controller signs with.
+type clusterCAs struct{ client, server pki.CertKey }
+
 // controllers lists every controller k1s server can run, in start order.
-func controllers(rootCA []byte, clusterCIDR *net.IPNet, nodeMask int, s ControllerSettings, serviceLB bool) []manager.Controller {
+func controllers(rootCA []byte, cas clusterCAs, clusterCIDR *net.IPNet, nodeMask int, s ControllerSettings, serviceLB bool) []manager.Controller {
 	out := []manager.Controller{
 		serviceaccount.Descriptor(),
 		rootcacertpublisher.Descriptor(rootCA),
@@ -123,9 +137,19 @@ func controllers(rootCA []byte, clusterCIDR *net.IPNet, nodeMask int, s Controll
 		disruption.Descriptor(),
 		resourcequota.Descriptor(s.ResourceQuota),
 		clusterroleaggregation.Descriptor(),
+		certificates.ApproverDescriptor(),
+		certificates.SignerDescriptor(certificates.SignerConfig{ClientCA: cas.client, ServerCA: cas.server, Duration: s.ClusterSigningDuration}),
+		certificates.CleanerDescriptor(),
 	}
 	if serviceLB {
 		out = append(out, servicelb.Descriptor())
 	}
 	return out
+}
+
+func signingDurationErr(d time.Duration) error {
+	if d < 10*time.Minute {
+		return fmt.Errorf("--cluster-signing-duration: %s is under 10 minutes", d)
+	}
+	return nil
 }

@@ -300,7 +300,7 @@ func (c *Config) parse() (*parsed, error) {
 			errs = append(errs, err)
 		}
 	}
-	if err := c.ControllerManager.Validate(controllers(nil, p.clusterCIDR, c.NodeCIDRMaskSize, *c.Controllers, !p.disabled[ComponentServiceLB])...); err != nil {
+	if err := c.ControllerManager.Validate(controllers(nil, clusterCAs{}, p.clusterCIDR, c.NodeCIDRMaskSize, *c.Controllers, !p.disabled[ComponentServiceLB])...); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.Controllers.Validate(); err != nil {
@@ -487,7 +487,7 @@ func (s *Server) Run(ctx context.Context) error {
 	// no HTTP/2, no gzip).
 	cmConfig := *s.cfg.ControllerManager
 	cmConfig.InProcess = s.inProcess.ClientConfig
-	cm, err := manager.New(cmConfig, controllerConfig, controllers(rootCA, s.p.clusterCIDR, s.cfg.NodeCIDRMaskSize, *s.cfg.Controllers, !s.p.disabled[ComponentServiceLB])...)
+	cm, err := manager.New(cmConfig, controllerConfig, controllers(rootCA, clusterCAs{client: pki.CertKey{CertFile: cluster.ClientCA.CertFile, KeyFile: cluster.ClientCA.KeyFile}, server: pki.CertKey{CertFile: cluster.ServerCA.CertFile, KeyFile: cluster.ServerCA.KeyFile}}, s.p.clusterCIDR, s.cfg.NodeCIDRMaskSize, *s.cfg.Controllers, !s.p.disabled[ComponentServiceLB])...)
 	if err != nil {
 		return err
 	}

@@ -111,6 +111,7 @@ func newServerCommand(run func(context.Context, server.Config) error) *cli.Comma
 			&cli.IntFlag{Name: "concurrent-gc-syncs", Usage: "objects the garbage collector processes at once", Value: o.ctl.GarbageCollector.Workers, Destination: &o.ctl.GarbageCollector.Workers},
 			&cli.IntFlag{Name: "concurrent-resource-quota-syncs", Usage: "ResourceQuotas computed at once", Value: o.ctl.ResourceQuota.Workers, Destination: &o.ctl.ResourceQuota.Workers},
 			&cli.DurationFlag{Name: "resource-quota-sync-period", Usage: "period of the full ResourceQuota usage recomputation", Value: o.ctl.ResourceQuota.ResyncPeriod, Destination: &o.ctl.ResourceQuota.ResyncPeriod},
+			&cli.DurationFlag{Name: "cluster-signing-duration", Usage: "longest life of a certificate the csrsigning controller signs", Value: o.ctl.ClusterSigningDuration, Destination: &o.ctl.ClusterSigningDuration},
 			&cli.IntFlag{Name: "terminated-pod-gc-threshold", Usage: "terminated pods kept before the oldest are deleted (0: no limit)", Value: o.ctl.PodGC.TerminatedPodGCThreshold, Destination: &o.ctl.PodGC.TerminatedPodGCThreshold},
 			&cli.DurationFlag{Name: "node-monitor-period", Usage: "period of the node heartbeat check", Value: o.ctl.NodeLifecycle.NodeMonitorPeriod, Destination: &o.ctl.NodeLifecycle.NodeMonitorPeriod},
 			&cli.DurationFlag{Name: "node-monitor-grace-period", Usage: "time without heartbeat before a node is marked Unknown", Value: o.ctl.NodeLifecycle.NodeMonitorGracePeriod, Destination: &o.ctl.NodeLifecycle.NodeMonitorGracePeriod},

@@ -16,6 +16,17 @@ const ControllerNamespace = "kube-system"
 // name in kube-system) to its rules, for the controllers k1s runs.
 func controllerRules() map[string][]rbacv1.PolicyRule {
 	return map[string][]rbacv1.PolicyRule{
+		"certificate-controller": {
+			newRule("get", "list", "watch", "delete").groups(certificatesGroup).resources("certificatesigningrequests").rule(),
+			newRule("update").groups(certificatesGroup).resources("certificatesigningrequests/status", "certificatesigningrequests/approval").rule(),
+			newRule("approve").groups(certificatesGroup).resources("signers").names(
+				"kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/kubelet-serving").rule(),
+			newRule("sign").groups(certificatesGroup).resources("signers").names(
+				"kubernetes.io/kube-apiserver-client", "kubernetes.io/kube-apiserver-client-kubelet", "kubernetes.io/kubelet-serving").rule(),
+			newRule("create").groups("authorization.k8s.io").resources("subjectaccessreviews").rule(),
+			newRule("list", "watch").groups(legacyGroup).resources("nodes").rule(),
+			eventsRule(),
+		},
 		"clusterrole-aggregation-controller": {
 			// escalate: it writes rules it does not itself hold.
 			newRule("escalate", "get", "list", "watch", "update", "patch").groups(rbacGroup).resources("clusterroles").rule(),

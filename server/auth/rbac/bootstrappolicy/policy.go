@@ -355,5 +355,22 @@ func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		clusterBinding(NodeRoleName),
 		clusterBinding("system:service-account-issuer-discovery", groupSubjects(serviceaccount.AllServiceAccountsGroup)...),
 		clusterBinding("system:cluster-trust-bundle-discovery", groupSubjects(serviceaccount.AllServiceAccountsGroup)...),
+		// Joining nodes (kubeadm's bindings, under k1s's names): a bootstrap
+		// token may request a kubelet client certificate, which is approved
+		// on its own, and a node may renew its own.
+		namedBinding("k1s:kubelet-bootstrap", "system:node-bootstrapper", groupSubjects(BootstrappersGroup)...),
+		namedBinding("k1s:node-autoapprove-bootstrap", "system:certificates.k8s.io:certificatesigningrequests:nodeclient", groupSubjects(BootstrappersGroup)...),
+		namedBinding("k1s:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", groupSubjects(user.NodesGroup)...),
+		// Every node runs k1s's service proxy and DNS with its own identity.
+		namedBinding("k1s:node-proxier", "system:node-proxier", groupSubjects(user.NodesGroup)...),
 	}
+}
+
+// BootstrappersGroup holds every bootstrap token's identity.
+const BootstrappersGroup = "system:bootstrappers"
+
+func namedBinding(name, role string, subjects ...rbacv1.Subject) rbacv1.ClusterRoleBinding {
+	b := clusterBinding(name, subjects...)
+	b.RoleRef.Name = role
+	return b
 }

@@ -57,6 +57,7 @@ func TestPolicyContainsRequiredObjects(t *testing.T) {
 		"service-account-controller", "root-ca-cert-publisher", "pod-garbage-collector",
 		"disruption-controller", "resourcequota-controller", "clusterrole-aggregation-controller",
 		"ttl-after-finished-controller", "service-lb-controller", "endpointslicemirroring-controller",
+		"certificate-controller",
 	}
 	if got := bootstrappolicy.ControllerNames(); len(got) != len(controllers) {
 		t.Errorf("ControllerNames() = %v, want the %d controllers k1s runs", got, len(controllers))

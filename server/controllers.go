@@ -23,6 +23,7 @@ import (
 	"github.com/k1s/k1s/controllers/nodelifecycle"
 	"github.com/k1s/k1s/controllers/podgc"
 	"github.com/k1s/k1s/controllers/replicaset"
+	"github.com/k1s/k1s/controllers/replication"
 	"github.com/k1s/k1s/controllers/resourcequota"
 	"github.com/k1s/k1s/controllers/rootcacertpublisher"
 	"github.com/k1s/k1s/controllers/scheduler"
@@ -39,6 +40,7 @@ import (
 // (--terminated-pod-gc-threshold=0 turns that collection off).
 type ControllerSettings struct {
 	ReplicaSet       replicaset.Config
+	Replication      replication.Config
 	Deployment       deployment.Config
 	Endpoints        endpoints.Config
 	EndpointSlice    endpointslice.Config
@@ -62,6 +64,7 @@ func DefaultControllerSettings() ControllerSettings {
 // SetDefaults fills the unset fields that have no meaningful zero.
 func (s *ControllerSettings) SetDefaults() {
 	s.ReplicaSet.SetDefaults()
+	s.Replication.SetDefaults()
 	s.Deployment.SetDefaults()
 	s.Endpoints.SetDefaults()
 	s.EndpointSlice.SetDefaults()
@@ -98,6 +101,7 @@ func (s *ControllerSettings) SetDefaults() {
 func (s *ControllerSettings) Validate() error {
 	return errors.Join(
 		s.ReplicaSet.Validate(),
+		s.Replication.Validate(),
 		s.Deployment.Validate(),
 		s.Endpoints.Validate(),
 		s.EndpointSlice.Validate(),
@@ -124,6 +128,7 @@ func controllers(rootCA []byte, cas clusterCAs, clusterCIDR *net.IPNet, nodeMask
 		nodelifecycle.Descriptor(s.NodeLifecycle),
 		podgc.Descriptor(s.PodGC),
 		replicaset.Descriptor(s.ReplicaSet),
+		replication.Descriptor(s.Replication),
 		deployment.Descriptor(s.Deployment),
 		daemonset.Descriptor(),
 		statefulset.Descriptor(),

@@ -8,5 +8,8 @@
 // syncs, and writes status (replicas, fullyLabeledReplicas, readyReplicas,
 // availableReplicas after minReadySeconds, terminatingReplicas,
 // observedGeneration and the ReplicaFailure condition) through the status
-// subresource when it changes.
+// subresource when it changes. The objects it syncs are Owners: apps/v1
+// ReplicaSets, or another kind seen as ReplicaSets through an adapter
+// (controllers/replication runs it over core/v1 ReplicationControllers,
+// as upstream's ReplicationManager runs upstream's ReplicaSet controller).
 package replicaset

@@ -2,23 +2,24 @@ package replicaset
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	appsinformers "k8s.io/client-go/informers/apps/v1"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
-	appslisters "k8s.io/client-go/listers/apps/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -37,7 +38,7 @@ const Name = "replicaset-controller"
 // for the next sync, after the expectations are met.
 const BurstReplicas = 500
 
-// controllerUIDIndex indexes ReplicaSets by their controller's UID.
+// controllerUIDIndex indexes the owners by their controller's UID.
 const controllerUIDIndex = "controllerUID"
 
 // DefaultConcurrentSyncs is the default of Config.ConcurrentSyncs.
@@ -67,17 +68,17 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Controller syncs ReplicaSets with their pods. Create it with New; Run
-// may be called once.
+// Controller syncs ReplicaSets, or other Owners seen as ReplicaSets, with
+// their pods. Create it with New or NewFor; Run may be called once.
 type Controller struct {
-	client       kubernetes.Interface
+	owners       Owners
+	kind         schema.GroupVersionKind
 	podControl   controllerutil.PodControl
 	expectations *controllerutil.UIDTrackingExpectations
 	clock        clock.WithTicker
 	burst        int
 
-	rsLister appslisters.ReplicaSetLister
-	// pods routes pod events to their ReplicaSets.
+	// pods routes pod events to their owners.
 	pods       *controllerutil.OwnerRouter[*appsv1.ReplicaSet]
 	rsIndexer  cache.Indexer
 	podLister  corelisters.PodLister
@@ -87,28 +88,39 @@ type Controller struct {
 	queue workqueue.TypedRateLimitingInterface[string]
 }
 
-// New returns a controller acting through client, watching ReplicaSets and
-// pods through the informers (which the caller starts), recording events
-// with recorder and timing with clk (clock.RealClock{} when nil).
+// New returns a controller of ReplicaSets acting through client, watching
+// ReplicaSets and pods through the informers (which the caller starts),
+// recording events with recorder and timing with clk (clock.RealClock{}
+// when nil).
 func New(client kubernetes.Interface, rsInformer appsinformers.ReplicaSetInformer, podInformer coreinformers.PodInformer, recorder record.EventRecorder, clk clock.WithTicker) (*Controller, error) {
+	return NewFor(ReplicaSets(client, rsInformer), client, podInformer, recorder, clk)
+}
+
+// NewFor returns a controller keeping the replicas of owners, creating and
+// deleting pods through client, watching pods through podInformer (the
+// caller starts it and the owners' informer), recording events on the
+// owners with recorder and timing with clk (clock.RealClock{} when nil).
+func NewFor(owners Owners, client kubernetes.Interface, podInformer coreinformers.PodInformer, recorder record.EventRecorder, clk clock.WithTicker) (*Controller, error) {
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
+	kind := owners.Kind()
+	name := strings.ToLower(kind.Kind)
 	c := &Controller{
-		client:       client,
+		owners:       owners,
+		kind:         kind,
 		podControl:   controllerutil.NewPodControl(client, recorder),
 		expectations: controllerutil.NewUIDTrackingExpectations(controllerutil.NewControllerExpectations(clk)),
 		clock:        clk,
 		burst:        BurstReplicas,
-		rsLister:     rsInformer.Lister(),
 		podLister:    podInformer.Lister(),
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: "replicaset", Clock: clk}),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: name, Clock: clk}),
 	}
-	rsInf := rsInformer.Informer()
+	rsInf := owners.Informer()
 	if _, ok := rsInf.GetIndexer().GetIndexers()[controllerUIDIndex]; !ok {
 		if err := rsInf.AddIndexers(cache.Indexers{controllerUIDIndex: indexByControllerUID}); err != nil {
-			return nil, fmt.Errorf("replicaset controller: index replica sets: %w", err)
+			return nil, fmt.Errorf("%s controller: index %s objects: %w", name, kind.Kind, err)
 		}
 	}
 	c.rsIndexer = rsInf.GetIndexer()
@@ -118,20 +130,24 @@ func New(client kubernetes.Interface, rsInformer appsinformers.ReplicaSetInforme
 		DeleteFunc: c.deleteRS,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("replicaset controller: watch replica sets: %w", err)
+		return nil, fmt.Errorf("%s controller: watch %s objects: %w", name, kind.Kind, err)
 	}
 	podInf := podInformer.Informer()
 	if err := controllerutil.AddPodControllerIndexer(podInf); err != nil {
-		return nil, fmt.Errorf("replicaset controller: %w", err)
+		return nil, fmt.Errorf("%s controller: %w", name, err)
 	}
 	c.podIndexer = podInf.GetIndexer()
 	c.pods = &controllerutil.OwnerRouter[*appsv1.ReplicaSet]{
-		Kind: controllerKind.Kind,
+		Kind: kind.Kind,
 		Get: func(namespace, name string) (*appsv1.ReplicaSet, error) {
-			return c.rsLister.ReplicaSets(namespace).Get(name)
+			rs, ok := c.cached(namespace + "/" + name)
+			if !ok {
+				return nil, fmt.Errorf("%s %s/%s is not in the cache", kind.Kind, namespace, name)
+			}
+			return rs, nil
 		},
 		Matching: c.matching,
-		Enqueue:  c.enqueue,
+		Enqueue:  func(rs *appsv1.ReplicaSet) { c.enqueue(rs) },
 		OnCreate: func(rs *appsv1.ReplicaSet, _ metav1.Object) { c.expectations.CreationObserved(key(rs)) },
 		OnDelete: func(rs *appsv1.ReplicaSet, obj metav1.Object) {
 			if pod, ok := obj.(*corev1.Pod); ok {
@@ -146,7 +162,7 @@ func New(client kubernetes.Interface, rsInformer appsinformers.ReplicaSetInforme
 		DeleteFunc: c.deletePod,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("replicaset controller: watch pods: %w", err)
+		return nil, fmt.Errorf("%s controller: watch pods: %w", name, err)
 	}
 	c.synced = []cache.InformerSynced{rsReg.HasSynced, podReg.HasSynced}
 	return c, nil
@@ -179,29 +195,30 @@ func Descriptor(cfg Config) manager.Controller {
 }
 
 func indexByControllerUID(obj any) ([]string, error) {
-	rs, ok := obj.(*appsv1.ReplicaSet)
-	if !ok {
+	o, err := meta.Accessor(obj)
+	if err != nil {
 		return nil, nil
 	}
-	ref := metav1.GetControllerOfNoCopy(rs)
+	ref := metav1.GetControllerOfNoCopy(o)
 	if ref == nil {
 		return nil, nil
 	}
 	return []string{string(ref.UID)}, nil
 }
 
-// Run waits for the caches, then syncs ReplicaSets with workers
-// goroutines until ctx is cancelled, and returns nil.
+// Run waits for the caches, then syncs the owners with workers goroutines
+// until ctx is cancelled, and returns nil.
 func (c *Controller) Run(ctx context.Context, workers int) error {
-	logger := klog.FromContext(ctx)
+	logger := klog.FromContext(ctx).WithValues("kind", c.kind.Kind)
+	ctx = klog.NewContext(ctx, logger)
 	defer c.queue.ShutDown()
-	logger.Info("Starting replicaset controller")
-	defer logger.Info("Shut down replicaset controller")
+	logger.Info("Starting controller")
+	defer logger.Info("Shut down controller")
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.synced...) {
 		if ctx.Err() != nil {
 			return nil
 		}
-		return errors.New("replicaset controller: caches did not sync")
+		return fmt.Errorf("%s controller: caches did not sync", strings.ToLower(c.kind.Kind))
 	}
 	var wg sync.WaitGroup
 	for range workers {
@@ -223,7 +240,7 @@ func (c *Controller) processNext(ctx context.Context) bool {
 	}
 	defer c.queue.Done(key)
 	if err := c.sync(ctx, key); err != nil {
-		klog.FromContext(ctx).Error(err, "Failed to sync ReplicaSet, will retry", "replicaSet", key)
+		klog.FromContext(ctx).Error(err, "Failed to sync, will retry", "key", key)
 		c.queue.AddRateLimited(key)
 		return true
 	}
@@ -238,27 +255,38 @@ func key(obj metav1.Object) string {
 	return obj.GetNamespace() + "/" + obj.GetName()
 }
 
-func (c *Controller) enqueue(rs *appsv1.ReplicaSet) { c.queue.Add(key(rs)) }
+func (c *Controller) enqueue(rs metav1.Object) { c.queue.Add(key(rs)) }
 
+// cached is the owner with key ("namespace/name") in the informer's cache,
+// seen as a ReplicaSet.
+func (c *Controller) cached(key string) (*appsv1.ReplicaSet, bool) {
+	obj, exists, err := c.rsIndexer.GetByKey(key)
+	if err != nil || !exists {
+		return nil, false
+	}
+	return c.owners.AsReplicaSet(obj)
+}
+
+// The owners' own events need their metadata only: no conversion.
 func (c *Controller) addRS(obj any) {
-	if rs, ok := obj.(*appsv1.ReplicaSet); ok {
-		c.enqueue(rs)
+	if o, err := meta.Accessor(obj); err == nil {
+		c.enqueue(o)
 	}
 }
 
 func (c *Controller) updateRS(oldObj, newObj any) {
-	old, ok1 := oldObj.(*appsv1.ReplicaSet)
-	cur, ok2 := newObj.(*appsv1.ReplicaSet)
-	if !ok1 || !ok2 {
+	old, err1 := meta.Accessor(oldObj)
+	cur, err2 := meta.Accessor(newObj)
+	if err1 != nil || err2 != nil {
 		return
 	}
 	// Deleted and recreated under the same name between two events: the
 	// old one's expectations must go.
-	if old.UID != cur.UID {
-		c.deleteRS(cache.DeletedFinalStateUnknown{Key: key(old), Obj: old})
+	if old.GetUID() != cur.GetUID() {
+		c.deleteRS(cache.DeletedFinalStateUnknown{Key: key(old), Obj: oldObj})
 	}
 	// Every update syncs, not only spec changes: a resync then retries
-	// ReplicaSets whose last creations failed.
+	// owners whose last creations failed.
 	c.enqueue(cur)
 }
 
@@ -266,22 +294,27 @@ func (c *Controller) deleteRS(obj any) {
 	if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = tomb.Obj
 	}
-	rs, ok := obj.(*appsv1.ReplicaSet)
-	if !ok {
+	o, err := meta.Accessor(obj)
+	if err != nil {
 		return
 	}
-	c.expectations.DeleteExpectations(key(rs))
-	c.enqueue(rs)
+	c.expectations.DeleteExpectations(key(o))
+	c.enqueue(o)
 }
 
-// matching returns the ReplicaSets whose selector matches an orphan's
-// labels.
+// matching returns the owners whose selector matches an orphan's labels.
 func (c *Controller) matching(namespace string, lbls map[string]string) []*appsv1.ReplicaSet {
 	rss := controllerutil.SelectorMatching(func(namespace string) ([]*appsv1.ReplicaSet, error) {
-		return c.rsLister.ReplicaSets(namespace).List(labels.Everything())
+		var out []*appsv1.ReplicaSet
+		err := cache.ListAllByNamespace(c.rsIndexer, namespace, labels.Everything(), func(obj any) {
+			if rs, ok := c.owners.AsReplicaSet(obj); ok {
+				out = append(out, rs)
+			}
+		})
+		return out, err
 	}, func(rs *appsv1.ReplicaSet) *metav1.LabelSelector { return rs.Spec.Selector })(namespace, lbls)
 	if len(rss) > 1 {
-		utilruntime.HandleError(fmt.Errorf("user error: more than one ReplicaSet selects pods with labels %v", lbls))
+		utilruntime.HandleError(fmt.Errorf("user error: more than one %s selects pods with labels %v", c.kind.Kind, lbls))
 	}
 	return rss
 }
@@ -321,30 +354,23 @@ func (c *Controller) podChanged(rs *appsv1.ReplicaSet, oldObj, curObj metav1.Obj
 
 func (c *Controller) deletePod(obj any) { c.pods.Delete(obj) }
 
-// sync brings one ReplicaSet's pods to spec.replicas, if its
-// expectations are met, and writes its status.
+// sync brings one owner's pods to spec.replicas, if its expectations are
+// met, and writes its status.
 func (c *Controller) sync(ctx context.Context, rsKey string) error {
 	logger := klog.FromContext(ctx)
-	namespace, name, err := cache.SplitMetaNamespaceKey(rsKey)
-	if err != nil {
-		return nil
-	}
-	rs, err := c.rsLister.ReplicaSets(namespace).Get(name)
-	if apierrors.IsNotFound(err) {
+	rs, ok := c.cached(rsKey)
+	if !ok {
 		c.expectations.DeleteExpectations(rsKey)
 		return nil
-	}
-	if err != nil {
-		return err
 	}
 	needsSync := c.expectations.SatisfiedExpectations(rsKey)
 	selector, err := metav1.LabelSelectorAsSelector(rs.Spec.Selector)
 	if err != nil {
 		// Validation rejects such selectors; nothing to retry.
-		utilruntime.HandleError(fmt.Errorf("replica set %s: selector: %w", rsKey, err))
+		utilruntime.HandleError(fmt.Errorf("%s %s: selector: %w", c.kind.Kind, rsKey, err))
 		return nil
 	}
-	all, err := controllerutil.FilterPodsByOwner(c.podIndexer, rs, controllerKind.Kind, true)
+	all, err := controllerutil.FilterPodsByOwner(c.podIndexer, rs, c.kind.Kind, true)
 	if err != nil {
 		return err
 	}
@@ -359,7 +385,7 @@ func (c *Controller) sync(ctx context.Context, rsKey string) error {
 		manageErr = c.manageReplicas(ctx, active, rs)
 	}
 	now := c.clock.Now()
-	status := calculateStatus(rs, active, terminating, manageErr, now)
+	status := calculateStatus(rs, active, terminating, manageErr, now, c.owners.TerminatingReplicas())
 	updated, err := c.updateStatus(ctx, rs.DeepCopy(), status)
 	if err != nil {
 		return err
@@ -382,16 +408,16 @@ func (c *Controller) sync(ctx context.Context, rsKey string) error {
 // first adoption.
 func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selector labels.Selector, pods []*corev1.Pod) ([]*corev1.Pod, error) {
 	canAdopt := controllerutil.RecheckDeletionTimestamp(func(ctx context.Context) (metav1.Object, error) {
-		fresh, err := c.client.AppsV1().ReplicaSets(rs.Namespace).Get(ctx, rs.Name, metav1.GetOptions{})
+		fresh, err := c.owners.Get(ctx, rs.Namespace, rs.Name)
 		if err != nil {
 			return nil, err
 		}
 		if fresh.UID != rs.UID {
-			return nil, fmt.Errorf("original ReplicaSet %s/%s is gone: got uid %v, wanted %v", rs.Namespace, rs.Name, fresh.UID, rs.UID)
+			return nil, fmt.Errorf("original %s %s/%s is gone: got uid %v, wanted %v", c.kind.Kind, rs.Namespace, rs.Name, fresh.UID, rs.UID)
 		}
 		return fresh, nil
 	})
-	return controllerutil.NewPodRefManager(c.podControl, rs, selector, controllerKind, canAdopt).ClaimPods(ctx, pods)
+	return controllerutil.NewPodRefManager(c.podControl, rs, selector, c.kind, canAdopt).ClaimPods(ctx, pods)
 }
 
 // manageReplicas creates or deletes pods so that active matches
@@ -399,15 +425,17 @@ func (c *Controller) claimPods(ctx context.Context, rs *appsv1.ReplicaSet, selec
 func (c *Controller) manageReplicas(ctx context.Context, active []*corev1.Pod, rs *appsv1.ReplicaSet) error {
 	logger := klog.FromContext(ctx)
 	rsKey := key(rs)
+	// Events name the owner as its own kind.
+	owner := c.owners.Object(rs)
 	diff := len(active) - int(replicas(rs))
 	switch {
 	case diff < 0:
 		n := min(-diff, c.burst)
 		c.expectations.ExpectCreations(rsKey, n)
 		logger.V(2).Info("Too few replicas", "replicaSet", klog.KObj(rs), "need", replicas(rs), "creating", n)
-		ref := controllerutil.NewControllerRef(rs, controllerKind)
+		ref := controllerutil.NewControllerRef(rs, c.kind)
 		created, err := slowStartBatch(n, 1, func() error {
-			err := c.podControl.CreatePods(ctx, rs.Namespace, &rs.Spec.Template, rs, ref)
+			err := c.podControl.CreatePods(ctx, rs.Namespace, &rs.Spec.Template, owner, ref)
 			if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
 				// Every creation fails in a terminating namespace; no error.
 				return nil
@@ -439,7 +467,7 @@ func (c *Controller) manageReplicas(ctx context.Context, active []*corev1.Pod, r
 		var wg sync.WaitGroup
 		for _, p := range victims {
 			wg.Go(func() {
-				if err := c.podControl.DeletePod(ctx, rs.Namespace, p.Name, rs); err != nil {
+				if err := c.podControl.DeletePod(ctx, rs.Namespace, p.Name, owner); err != nil {
 					c.expectations.DeletionObserved(rsKey, controllerutil.PodKey(p))
 					if !apierrors.IsNotFound(err) {
 						errCh <- err
@@ -491,18 +519,18 @@ func slowStartBatch(count, initial int, fn func() error) (int, error) {
 	return successes, nil
 }
 
-// relatedPods returns the pods of every ReplicaSet sharing rs's
-// controller (rs's own when it has none), each once.
+// relatedPods returns the pods of every owner sharing rs's controller
+// (rs's own when it has none), each once.
 func (c *Controller) relatedPods(rs *appsv1.ReplicaSet) ([]*corev1.Pod, error) {
 	sets := []*appsv1.ReplicaSet{rs}
 	if ref := metav1.GetControllerOfNoCopy(rs); ref != nil {
 		objs, err := c.rsIndexer.ByIndex(controllerUIDIndex, string(ref.UID))
 		if err != nil {
-			return nil, fmt.Errorf("replica sets of controller %s: %w", ref.UID, err)
+			return nil, fmt.Errorf("%s objects of controller %s: %w", c.kind.Kind, ref.UID, err)
 		}
 		sets = sets[:0]
 		for _, o := range objs {
-			if r, ok := o.(*appsv1.ReplicaSet); ok {
+			if r, ok := c.owners.AsReplicaSet(o); ok {
 				sets = append(sets, r)
 			}
 		}

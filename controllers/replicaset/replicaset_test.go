@@ -505,3 +505,23 @@ func TestEventHandlersObserveExpectations(t *testing.T) {
 		t.Error("expectations kept after the ReplicaSet was deleted")
 	}
 }
+
+// withoutTerminating are ReplicaSets whose status, like a
+// ReplicationController's, has no terminatingReplicas.
+type withoutTerminating struct{ Owners }
+
+func (withoutTerminating) TerminatingReplicas() bool { return false }
+
+func TestOwnersWithoutTerminatingReplicas(t *testing.T) {
+	rs := newRS("web", 2)
+	rs.Status = appsv1.ReplicaSetStatus{Replicas: 2, FullyLabeledReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2, ObservedGeneration: 1}
+	f := newFixture(t, rs, newPod("a", rs, ready), newPod("b", rs, ready), newPod("gone", rs, ready, deleting))
+	f.c.owners = withoutTerminating{f.c.owners}
+	// The status is current: no terminatingReplicas to add, nothing to write.
+	if err := f.c.sync(context.Background(), "ns/web"); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.writes(); len(w) != 0 {
+		t.Errorf("unexpected writes %q", w)
+	}
+}

@@ -17,8 +17,9 @@ import (
 
 // calculateStatus is rs's status for its active and terminating pods at
 // now, with the ReplicaFailure condition set after a failed create or
-// delete and removed after a clean sync.
-func calculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, manageErr error, now time.Time) appsv1.ReplicaSetStatus {
+// delete and removed after a clean sync; terminatingReplicas only when the
+// owners' status has it.
+func calculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, manageErr error, now time.Time, withTerminating bool) appsv1.ReplicaSetStatus {
 	status := *rs.Status.DeepCopy()
 	var fullyLabeled, ready, available int32
 	template := labels.SelectorFromSet(rs.Spec.Template.Labels)
@@ -53,7 +54,10 @@ func calculateStatus(rs *appsv1.ReplicaSet, active, terminating []*corev1.Pod, m
 	status.FullyLabeledReplicas = fullyLabeled
 	status.ReadyReplicas = ready
 	status.AvailableReplicas = available
-	status.TerminatingReplicas = ptr.To(int32(len(terminating)))
+	status.TerminatingReplicas = nil
+	if withTerminating {
+		status.TerminatingReplicas = ptr.To(int32(len(terminating)))
+	}
 	return status
 }
 
@@ -72,22 +76,21 @@ func (c *Controller) updateStatus(ctx context.Context, rs *appsv1.ReplicaSet, st
 	}
 	// The generation acted on, not whatever a retry's fresh copy has.
 	status.ObservedGeneration = rs.Generation
-	client := c.client.AppsV1().ReplicaSets(rs.Namespace)
 	var err error
 	for attempt := 0; ; attempt++ {
-		klog.FromContext(ctx).V(4).Info("Updating ReplicaSet status", "replicaSet", klog.KObj(rs),
+		klog.FromContext(ctx).V(4).Info("Updating status", "replicaSet", klog.KObj(rs),
 			"replicas", status.Replicas, "need", replicas(rs), "ready", status.ReadyReplicas,
 			"available", status.AvailableReplicas, "observedGeneration", status.ObservedGeneration)
 		rs.Status = status
 		var updated *appsv1.ReplicaSet
-		updated, err = client.UpdateStatus(ctx, rs, metav1.UpdateOptions{})
+		updated, err = c.owners.UpdateStatus(ctx, rs)
 		if err == nil {
 			return updated, nil
 		}
 		if attempt >= 1 {
 			return nil, err
 		}
-		fresh, getErr := client.Get(ctx, rs.Name, metav1.GetOptions{})
+		fresh, getErr := c.owners.Get(ctx, rs.Namespace, rs.Name)
 		if getErr != nil {
 			return nil, getErr
 		}

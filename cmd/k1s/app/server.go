@@ -102,6 +102,7 @@ func newServerCommand(run func(context.Context, server.Config) error) *cli.Comma
 			&cli.BoolFlag{Name: "use-service-account-credentials", Usage: "give each controller its own service account's credentials", Value: true, Destination: &o.cm.UseServiceAccountCredentials},
 			&cli.BoolFlag{Name: "disable-scheduler", Usage: "run no scheduler (the same as --controllers=-scheduler,...)", EnvVars: env("DISABLE_SCHEDULER"), Destination: &o.disableScheduler},
 			&cli.IntFlag{Name: "concurrent-replicaset-syncs", Usage: "ReplicaSets synced at once", Value: o.ctl.ReplicaSet.ConcurrentSyncs, Destination: &o.ctl.ReplicaSet.ConcurrentSyncs},
+			&cli.IntFlag{Name: "concurrent-rc-syncs", Usage: "ReplicationControllers synced at once", Value: o.ctl.Replication.ConcurrentSyncs, Destination: &o.ctl.Replication.ConcurrentSyncs},
 			&cli.IntFlag{Name: "concurrent-deployment-syncs", Usage: "Deployments synced at once", Value: o.ctl.Deployment.ConcurrentSyncs, Destination: &o.ctl.Deployment.ConcurrentSyncs},
 			&cli.IntFlag{Name: "concurrent-endpoint-syncs", Usage: "Services whose Endpoints are synced at once", Value: o.ctl.Endpoints.Workers, Destination: &o.ctl.Endpoints.Workers},
 			&cli.DurationFlag{Name: "endpoint-updates-batch-period", Usage: "delay batching pod changes into one Endpoints update", Value: o.ctl.Endpoints.BatchPeriod, Destination: &o.ctl.Endpoints.BatchPeriod},

@@ -119,6 +119,14 @@ func controllerRules() map[string][]rbacv1.PolicyRule {
 			newRule("list", "watch", "patch", "create", "delete").groups(legacyGroup).resources("pods").rule(),
 			eventsRule(),
 		},
+		"replication-controller": {
+			// 1.0 controllers needed get and update: old controllers break without them.
+			newRule("get", "list", "watch", "update").groups(legacyGroup).resources("replicationcontrollers").rule(),
+			newRule("update").groups(legacyGroup).resources("replicationcontrollers/status").rule(),
+			newRule("update").groups(legacyGroup).resources("replicationcontrollers/finalizers").rule(),
+			newRule("list", "watch", "patch", "create", "delete").groups(legacyGroup).resources("pods").rule(),
+			eventsRule(),
+		},
 		"resourcequota-controller": {
 			// It counts every kind of object.
 			newRule("list", "watch").groups("*").resources("*").rule(),

@@ -51,7 +51,7 @@ func TestPolicyContainsRequiredObjects(t *testing.T) {
 	}
 
 	controllers := []string{
-		"node-controller", "replicaset-controller", "deployment-controller", "daemon-set-controller",
+		"node-controller", "replicaset-controller", "replication-controller", "deployment-controller", "daemon-set-controller",
 		"statefulset-controller", "job-controller", "cronjob-controller", "endpoint-controller",
 		"endpointslice-controller", "namespace-controller", "generic-garbage-collector",
 		"service-account-controller", "root-ca-cert-publisher", "pod-garbage-collector",
@@ -284,6 +284,9 @@ func TestDefaultPolicyDecisions(t *testing.T) {
 		{"controller manager informers", res(authn(user.KubeControllerManager), "watch", "apps", "deployments", "", "", ""), true},
 		{"replicaset controller creates pods", res(sa("kube-system", "replicaset-controller"), "create", "", "pods", "", "app", ""), true},
 		{"replicaset controller cannot read secrets", res(sa("kube-system", "replicaset-controller"), "get", "", "secrets", "", "app", "s"), false},
+		{"replication controller writes replication controller status", res(sa("kube-system", "replication-controller"), "update", "", "replicationcontrollers", "status", "app", "rc"), true},
+		{"replication controller adopts pods", res(sa("kube-system", "replication-controller"), "patch", "", "pods", "", "app", "p"), true},
+		{"replication controller cannot touch replica sets", res(sa("kube-system", "replication-controller"), "update", "apps", "replicasets", "", "app", "rs"), false},
 		{"same SA name elsewhere is not the controller", res(sa("app", "replicaset-controller"), "create", "", "pods", "", "app", ""), false},
 		{"garbage collector deletes anything", res(sa("kube-system", "generic-garbage-collector"), "delete", "example.com", "things", "", "app", "t"), true},
 		{"aggregation controller escalates clusterroles", res(sa("kube-system", "clusterrole-aggregation-controller"), "escalate", rbacv1.GroupName, "clusterroles", "", "", "admin"), true},

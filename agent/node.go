@@ -57,6 +57,9 @@ type NodeConfig struct {
 	// DNS configures the node's cluster DNS; nil runs none
 	// (--disable=coredns).
 	DNS *dns.Config
+	// Overlay routes the other nodes' pod CIDRs (--flannel-backend); nil
+	// routes nothing (a single node).
+	Overlay *network.OverlayConfig
 	// Containerd, when set, runs the embedded containerd as part of the
 	// node (Agent.RuntimeEndpoint is then its socket): started first, its
 	// bundled images imported before the agent starts, the air-gap images
@@ -203,6 +206,15 @@ func (n *Node) run(ctx context.Context, podsAfter <-chan struct{}) error {
 		px.Register(registry)
 		runners = append(runners, namedRunner{"service proxy", px.Run})
 	}
+	podMTU := 0
+	if n.cfg.Overlay != nil {
+		ov, err := network.NewOverlay(*n.cfg.Overlay, client, factory)
+		if err != nil {
+			return err
+		}
+		podMTU = network.PodMTU(n.cfg.Overlay.Backend, n.cfg.Overlay.NodeIP)
+		runners = append(runners, namedRunner{"pod network overlay", ov.Run})
+	}
 	if n.cfg.DNS != nil {
 		// The DNS serves at once: forwarded names right away, cluster
 		// names once the informers have synced (SERVFAIL until then).
@@ -250,7 +262,7 @@ func (n *Node) run(ctx context.Context, podsAfter <-chan struct{}) error {
 		Runtime:   runtime,
 		Images:    images,
 		Volumes:   vols,
-		Network:   &cniNetwork{dir: n.cfg.Agent.CNIConfDir, ipamDir: filepath.Join(n.cfg.Agent.AgentDir(), "cni", "networks"), clusterCIDR: n.cfg.ClusterCIDR},
+		Network:   &cniNetwork{dir: n.cfg.Agent.CNIConfDir, ipamDir: filepath.Join(n.cfg.Agent.AgentDir(), "cni", "networks"), clusterCIDR: n.cfg.ClusterCIDR, mtu: podMTU},
 		Env:       env,
 		Clock:     clock.RealClock{},
 		PodsAfter: podsAfter,
@@ -356,6 +368,7 @@ func tokenRequester(client kubernetes.Interface) volume.TokenRequester {
 type cniNetwork struct {
 	dir, ipamDir string
 	clusterCIDR  *net.IPNet
+	mtu          int // 0: the bridge plugin's default
 }
 
 func (c *cniNetwork) SetPodCIDR(cidr string) error {
@@ -363,7 +376,7 @@ func (c *cniNetwork) SetPodCIDR(cidr string) error {
 	if err != nil {
 		return fmt.Errorf("node pod CIDR %q: %w", cidr, err)
 	}
-	if _, err := network.WriteConfig(c.dir, network.CNIConfig{PodCIDR: podCIDR, IPAMDataDir: c.ipamDir}); err != nil {
+	if _, err := network.WriteConfig(c.dir, network.CNIConfig{PodCIDR: podCIDR, IPAMDataDir: c.ipamDir, MTU: c.mtu}); err != nil {
 		return err
 	}
 	if err := network.EnsureMasquerade(context.Background(), nil, podCIDR, c.clusterCIDR); err != nil {

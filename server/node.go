@@ -6,10 +6,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,6 +18,7 @@ import (
 	"github.com/k1s/k1s/agent"
 	"github.com/k1s/k1s/agent/dns"
 	"github.com/k1s/k1s/agent/logs"
+	"github.com/k1s/k1s/agent/network"
 	"github.com/k1s/k1s/agent/proxy"
 	agentserver "github.com/k1s/k1s/agent/server"
 	"github.com/k1s/k1s/embed/containerd"
@@ -92,7 +91,7 @@ func (s *Server) nodeComponent(cluster *pki.Cluster, local string, apiReady <-ch
 			ResolvConf:    s.cfg.ResolvConf,
 		}
 	}
-	taints, err := parseTaints(s.cfg.NodeTaints)
+	taints, err := agent.ParseTaints(s.cfg.NodeTaints)
 	if err != nil {
 		return nil, err
 	}
@@ -122,30 +121,12 @@ func (s *Server) nodeComponent(cluster *pki.Cluster, local string, apiReady <-ch
 		APIReady:    apiReady,
 		Proxy:       proxyCfg,
 		DNS:         dnsCfg,
+		Overlay:     &network.OverlayConfig{NodeName: s.cfg.NodeName, NodeIP: s.p.nodeIP, Backend: s.cfg.FlannelBackend},
 	}, restCfg, proxyRestCfg)
 	if err != nil {
 		return nil, err
 	}
 	return node, nil
-}
-
-// parseTaints reads --node-taint values: key[=value]:Effect.
-func parseTaints(specs []string) ([]corev1.Taint, error) {
-	var out []corev1.Taint
-	for _, spec := range specs {
-		kv, effect, ok := strings.Cut(spec, ":")
-		if !ok {
-			return nil, fmt.Errorf("--node-taint: %q is not key[=value]:Effect", spec)
-		}
-		switch corev1.TaintEffect(effect) {
-		case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
-		default:
-			return nil, fmt.Errorf("--node-taint: %q has effect %q, want NoSchedule, PreferNoSchedule or NoExecute", spec, effect)
-		}
-		key, value, _ := strings.Cut(kv, "=")
-		out = append(out, corev1.Taint{Key: key, Value: value, Effect: corev1.TaintEffect(effect)})
-	}
-	return out, nil
 }
 
 // controlPlaneLabeler gives this server's node the control-plane role label

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ import (
 	"github.com/k1s/k1s/controllers/manager"
 	"github.com/k1s/k1s/controllers/nodeipam"
 	"github.com/k1s/k1s/embed/etcd"
+	"github.com/k1s/k1s/internal/jointoken"
 	"github.com/k1s/k1s/internal/loopback"
 	"github.com/k1s/k1s/internal/memtrim"
 	"github.com/k1s/k1s/internal/pki"
@@ -97,6 +99,9 @@ type Config struct {
 	// (--resolv-conf). Default /etc/resolv.conf, or systemd-resolved's
 	// list of real servers when /etc/resolv.conf names only its stub.
 	ResolvConf string
+	// FlannelBackend routes pod traffic between nodes: vxlan, host-gw or
+	// none (--flannel-backend, k3s's flag). Default vxlan.
+	FlannelBackend string
 	// DisableKubeProxy runs no service proxy on this server's node
 	// (--disable-kube-proxy).
 	DisableKubeProxy bool
@@ -166,6 +171,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.ClusterDNS == "" {
 		c.ClusterDNS = "10.43.0.10"
+	}
+	if c.FlannelBackend == "" {
+		c.FlannelBackend = "vxlan"
 	}
 	if c.ContainerLogMaxSize == "" {
 		c.ContainerLogMaxSize = "10Mi"
@@ -258,6 +266,11 @@ func (c *Config) parse() (*parsed, error) {
 	if net.ParseIP(c.ClusterDNS) == nil {
 		errs = append(errs, fmt.Errorf("--cluster-dns: %q is not an IP address", c.ClusterDNS))
 	}
+	switch c.FlannelBackend {
+	case "vxlan", "host-gw", "none":
+	default:
+		errs = append(errs, fmt.Errorf("--flannel-backend: %q is not vxlan, host-gw or none", c.FlannelBackend))
+	}
 	p.disabled = map[string]bool{}
 	for _, d := range c.Disable {
 		for _, name := range strings.Split(d, ",") {
@@ -284,7 +297,7 @@ func (c *Config) parse() (*parsed, error) {
 		}
 		p.nodeLabels[k] = v
 	}
-	if _, err := parseTaints(c.NodeTaints); err != nil {
+	if _, err := agent.ParseTaints(c.NodeTaints); err != nil {
 		errs = append(errs, err)
 	}
 	// The agent's log rotation checks its own flags (both named).
@@ -507,6 +520,18 @@ func (s *Server) Run(ctx context.Context) error {
 		labeler := &controlPlaneLabeler{client: admin, nodeName: s.cfg.NodeName}
 		last = append(last, supervisor.Named{Name: "node-labels", Component: ignoreCancel{labeler}})
 	}
+	join := &joinInfo{client: admin, dir: s.serverDir(), caFile: cluster.ServerCA.CertFile, retry: time.Second, settings: map[string]string{
+		jointoken.ClusterInfoClusterCIDR: s.p.clusterCIDR.String(), jointoken.ClusterInfoServiceCIDR: s.p.serviceCIDR.String(),
+		jointoken.ClusterInfoClusterDNS: s.cfg.ClusterDNS, jointoken.ClusterInfoClusterDomain: s.cfg.ClusterDomain,
+		jointoken.ClusterInfoFlannelBackend: s.cfg.FlannelBackend,
+		jointoken.ClusterInfoNodeDNS:        strconv.FormatBool(!s.p.disabled[ComponentCoreDNS]),
+	}}
+	clientCA, err := os.ReadFile(cluster.ClientCA.CertFile)
+	if err != nil {
+		return fmt.Errorf("read the client CA: %w", err)
+	}
+	join.settings[jointoken.ClusterInfoClientCA] = string(clientCA)
+	last = append(last, supervisor.Named{Name: "join-token", Component: ignoreCancel{join}})
 	if dnsIP := net.ParseIP(s.cfg.ClusterDNS); !s.p.disabled[ComponentCoreDNS] && s.p.serviceCIDR.Contains(dnsIP) {
 		last = append(last, supervisor.Named{Name: "kube-dns-service", Component: ignoreCancel{&kubeDNSService{client: admin, ip: dnsIP, retry: time.Second}}})
 	}
@@ -610,13 +635,7 @@ func checkWritable(dir string) error {
 
 // DefaultNodeIP is the address of the interface that holds the default
 // route, or 127.0.0.1 when there is none.
-func DefaultNodeIP() net.IP {
-	ip, err := utilnet.ResolveBindAddress(net.IPv4zero)
-	if err != nil || ip == nil {
-		return net.IPv4(127, 0, 0, 1)
-	}
-	return ip
-}
+func DefaultNodeIP() net.IP { return agent.DefaultNodeIP() }
 
 func uniqueIPs(ips ...net.IP) []net.IP {
 	var out []net.IP

@@ -34,7 +34,12 @@ import (
 )
 
 // publicPaths answer anonymous requests; every other anonymous request is 401.
-var publicPaths = []string{"/healthz", "/livez", "/readyz", "/version", "/version/"}
+var publicPaths = []string{"/healthz", "/livez", "/readyz", "/version", "/version/", CACertsPath}
+
+// CACertsPath serves the bundle of the CA that signed the apiserver's
+// serving certificate, to anyone: a joining agent fetches it without
+// trust and checks it against the hash in its join token (k3s's /cacerts).
+const CACertsPath = "/cacerts"
 
 // dependencies are the handles shared by the parts of the server.
 type dependencies struct {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -120,6 +122,14 @@ func (s *Server) Run(ctx context.Context) error {
 		return fmt.Errorf("service-account issuer discovery: %w", err)
 	}
 	oidc.install(core.Handler.NonGoRestfulMux)
+	caBundle, err := os.ReadFile(s.cfg.ServerCAFile)
+	if err != nil {
+		return fmt.Errorf("read the server CA: %w", err)
+	}
+	core.Handler.NonGoRestfulMux.Handle(CACertsPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/x-pem-file")
+		_, _ = w.Write(caBundle)
+	}))
 	failed := make(chan error, 1)
 	deps.addHooks(core, s.ready, failed)
 	watchCRDGroups(core, extServer)

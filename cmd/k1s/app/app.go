@@ -37,6 +37,7 @@ func New() *cli.App {
 		Before: setupLogging,
 		Commands: []*cli.Command{
 			serverCommand(),
+			agentCommand(),
 			kubectlCommand(),
 			containerdCommand(),
 			imagesCommand(),
@@ -133,3 +134,6 @@ func splitList(in []string) []string {
 	}
 	return out
 }
+
+// env names a flag's K1S_* environment variable.
+func env(name string) []string { return []string{"K1S_" + name} }

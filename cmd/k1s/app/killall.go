@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/k1s/k1s/agent/dns"
+	"github.com/k1s/k1s/agent/network"
 	"github.com/k1s/k1s/agent/proxy"
 	"github.com/k1s/k1s/embed/containerd"
 	"github.com/k1s/k1s/embed/containerd/killall"
@@ -16,7 +18,7 @@ import (
 // killallCommand is `k1s killall`: stop everything k1s started on this
 // machine and leave the data directory as it is.
 func killallCommand() *cli.Command {
-	var dataDir string
+	var dataDir, runDir string
 	return &cli.Command{
 		Name:  "killall",
 		Usage: "stop k1s and everything it started (pods, shims, containerd, mounts, pod networking); keeps the data dir",
@@ -27,12 +29,13 @@ func killallCommand() *cli.Command {
 			"Safe to run when nothing is running.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "data-dir", Aliases: []string{"d"}, Usage: "k1s's data directory", Value: containerd.DefaultDataDir, EnvVars: []string{"K1S_DATA_DIR"}, Destination: &dataDir},
+			&cli.StringFlag{Name: "run-dir", Usage: "the node's run directory (k1s agent --run-dir)", Value: "/run/k1s", EnvVars: []string{"K1S_RUN_DIR"}, Destination: &runDir},
 		},
 		Action: func(c *cli.Context) error {
 			if os.Geteuid() != 0 {
 				return errors.New("k1s killall must run as root")
 			}
-			ctrd, err := containerd.New(containerd.Config{DataDir: dataDir})
+			ctrd, err := containerd.New(containerd.Config{DataDir: dataDir, State: filepath.Join(runDir, "containerd")})
 			if err != nil {
 				return err
 			}
@@ -51,8 +54,12 @@ func killallCommand() *cli.Command {
 			if err := proxy.Cleanup(c.Context, proxy.DefaultTable); err != nil {
 				return fmt.Errorf("killall: %w", err)
 			}
-			// And the link carrying the cluster DNS address.
+			// And the link carrying the cluster DNS address, and the pod
+			// network's VXLAN device and routes to other nodes.
 			if err := dns.RemoveLink(dns.DefaultLinkName); err != nil {
+				return fmt.Errorf("killall: %w", err)
+			}
+			if err := network.RemoveOverlay("k1s.1"); err != nil {
 				return fmt.Errorf("killall: %w", err)
 			}
 			return nil

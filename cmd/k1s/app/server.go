@@ -54,7 +54,7 @@ func newServerCommand(run func(context.Context, server.Config) error) *cli.Comma
 	o.evictionRate = shortFloat(o.ctl.NodeLifecycle.NodeEvictionRate)
 	o.secondaryEvictionRate = shortFloat(o.ctl.NodeLifecycle.SecondaryNodeEvictionRate)
 	o.unhealthyZoneThreshold = shortFloat(o.ctl.NodeLifecycle.UnhealthyZoneThreshold)
-	env := func(name string) []string { return []string{"K1S_" + name} }
+
 	return &cli.Command{
 		Name:  "server",
 		Usage: "run a control plane and a node agent in this process",
@@ -89,6 +89,7 @@ func newServerCommand(run func(context.Context, server.Config) error) *cli.Comma
 			&cli.StringFlag{Name: "container-runtime-endpoint", Usage: "CRI socket of an external container runtime; empty runs the embedded containerd", EnvVars: env("CONTAINER_RUNTIME_ENDPOINT"), Destination: &o.cfg.ContainerRuntimeEndpoint},
 			&cli.StringFlag{Name: "cluster-dns", Usage: "cluster DNS server address in pods' resolv.conf", Value: "10.43.0.10", EnvVars: env("CLUSTER_DNS"), Destination: &o.cfg.ClusterDNS},
 			&cli.StringFlag{Name: "resolv-conf", Usage: "host resolver file: upstream servers of the cluster DNS, resolv.conf of dnsPolicy Default pods (default /etc/resolv.conf, or systemd-resolved's server list when that names only its stub)", EnvVars: env("RESOLV_CONF"), Destination: &o.cfg.ResolvConf},
+			&cli.StringFlag{Name: "flannel-backend", Usage: "pod network between nodes: vxlan, host-gw or none", Value: "vxlan", EnvVars: env("FLANNEL_BACKEND"), Destination: &o.cfg.FlannelBackend},
 			&cli.BoolFlag{Name: "disable-kube-proxy", Usage: "run no service proxy on this node", EnvVars: env("DISABLE_KUBE_PROXY"), Destination: &o.cfg.DisableKubeProxy},
 			&cli.StringSliceFlag{Name: "disable", Usage: "packaged component not to run: servicelb, coredns (repeatable)", EnvVars: env("DISABLE"), Destination: &o.disable},
 			&cli.StringFlag{Name: "container-log-max-size", Usage: "size at which a container log is rotated", Value: "10Mi", Destination: &o.cfg.ContainerLogMaxSize},

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -290,28 +291,46 @@ func (m *machine) Remove(path string) error {
 	return nil
 }
 
+// BridgePorts and DeleteLink ask the kernel over netlink, in the calling
+// process's network namespace: /sys/class/net shows the namespace sysfs
+// was mounted in, which a node in a namespace of its own (nsenter --net)
+// does not share.
 func (m *machine) BridgePorts(bridge string) ([]string, bool, error) {
-	if _, err := os.Stat(filepath.Join("/sys/class/net", bridge, "bridge")); err != nil {
+	br, err := netlink.LinkByName(bridge)
+	if err != nil {
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("find %s: %w", bridge, err)
+	}
+	if _, ok := br.(*netlink.Bridge); !ok {
 		return nil, false, nil
 	}
-	entries, err := os.ReadDir(filepath.Join("/sys/class/net", bridge, "brif"))
+	links, err := netlink.LinkList()
 	if err != nil {
-		return nil, true, err
+		return nil, true, fmt.Errorf("list links: %w", err)
 	}
 	var ports []string
-	for _, e := range entries {
-		ports = append(ports, e.Name())
+	for _, l := range links {
+		if l.Attrs().MasterIndex == br.Attrs().Index {
+			ports = append(ports, l.Attrs().Name)
+		}
 	}
 	return ports, true, nil
 }
 
 func (m *machine) DeleteLink(name string) error {
-	out, err := exec.Command("ip", "link", "delete", "dev", name).CombinedOutput()
+	l, err := netlink.LinkByName(name)
 	if err != nil {
-		if _, statErr := os.Stat(filepath.Join("/sys/class/net", name)); errors.Is(statErr, os.ErrNotExist) {
+		var nf netlink.LinkNotFoundError
+		if errors.As(err, &nf) {
 			return nil
 		}
-		return fmt.Errorf("ip link delete %s: %w: %s", name, err, bytes.TrimSpace(out))
+		return fmt.Errorf("find %s: %w", name, err)
+	}
+	if err := netlink.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
+		return fmt.Errorf("delete link %s: %w", name, err)
 	}
 	return nil
 }

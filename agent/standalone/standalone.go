@@ -1,0 +1,288 @@
+// Package standalone is `k1s agent`: a node that joins a k1s server with a
+// token and runs the same node as the server's (agent.Node: containerd,
+// the agent, its API, the service proxy and the DNS), with no etcd and no
+// apiserver of its own.
+package standalone
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	kubeversion "k8s.io/component-base/version"
+	"k8s.io/klog/v2"
+
+	"github.com/k1s/k1s/agent"
+	"github.com/k1s/k1s/agent/dns"
+	"github.com/k1s/k1s/agent/join"
+	"github.com/k1s/k1s/agent/logs"
+	"github.com/k1s/k1s/agent/network"
+	"github.com/k1s/k1s/agent/proxy"
+	agentserver "github.com/k1s/k1s/agent/server"
+	"github.com/k1s/k1s/embed/containerd"
+	"github.com/k1s/k1s/internal/jointoken"
+	"github.com/k1s/k1s/internal/pki"
+)
+
+// Config is `k1s agent`'s configuration, from its flags.
+type Config struct {
+	// Server is the server's URL (--server, K1S_URL). Required.
+	Server string
+	// Token is the join token (--token, K1S_TOKEN), or TokenFile names a
+	// file holding it (--token-file). Required until the node holds a
+	// valid client certificate.
+	Token, TokenFile string
+	// CAFile is the server's CA (--ca-file), for a token without CA hash.
+	CAFile string
+	// DataDir holds the node's state (--data-dir). Default /var/lib/k1s.
+	DataDir string
+	// RunDir holds containerd's state and socket (--run-dir); a second
+	// node on one machine needs its own. Default /run/k1s.
+	RunDir string
+	// NodeName (--node-name; default the hostname), WithNodeID appends a
+	// random id kept in the data dir (--with-node-id).
+	NodeName   string
+	WithNodeID bool
+	// NodeIP (--node-ip). Default the default route's interface address.
+	NodeIP string
+	// NodeLabels (key=value) and NodeTaints (key=value:Effect) apply at
+	// registration (--node-label, --node-taint).
+	NodeLabels, NodeTaints []string
+	// ContainerRuntimeEndpoint names an external CRI runtime; empty runs
+	// the embedded containerd (--container-runtime-endpoint).
+	ContainerRuntimeEndpoint string
+	// PodManifests is the static pod directory (--pod-manifests).
+	PodManifests string
+	// ResolvConf (--resolv-conf). Default /etc/resolv.conf.
+	ResolvConf string
+	// DisableKubeProxy runs no service proxy (--disable-kube-proxy);
+	// DisableDNS runs no node DNS (--disable=coredns on the server).
+	DisableKubeProxy, DisableDNS bool
+	// Container log rotation and the read-only port, as the server's.
+	ContainerLogMaxSize  string
+	ContainerLogMaxFiles int
+	ReadOnlyPort         int
+}
+
+// Agent is a joining node. Run it once.
+type Agent struct {
+	cfg Config
+}
+
+// New checks cfg, naming the flag of each error.
+func New(cfg Config) (*Agent, error) {
+	if cfg.DataDir == "" {
+		cfg.DataDir = "/var/lib/k1s"
+	}
+	if cfg.RunDir == "" {
+		cfg.RunDir = "/run/k1s"
+	}
+	if cfg.ContainerLogMaxSize == "" {
+		cfg.ContainerLogMaxSize = "10Mi"
+	}
+	if cfg.ContainerLogMaxFiles == 0 {
+		cfg.ContainerLogMaxFiles = 5
+	}
+	var errs []error
+	if u, err := url.Parse(cfg.Server); cfg.Server == "" || err != nil || u.Scheme != "https" || u.Host == "" {
+		errs = append(errs, fmt.Errorf("--server: %q is not an https:// URL of a k1s server", cfg.Server))
+	}
+	if cfg.NodeIP != "" && net.ParseIP(cfg.NodeIP) == nil {
+		errs = append(errs, fmt.Errorf("--node-ip: %q is not an IP address", cfg.NodeIP))
+	}
+	if _, err := agent.ParseTaints(cfg.NodeTaints); err != nil {
+		errs = append(errs, err)
+	}
+	if _, err := parseLabels(cfg.NodeLabels); err != nil {
+		errs = append(errs, err)
+	}
+	if err := (logs.Config{MaxSize: cfg.ContainerLogMaxSize, MaxFiles: cfg.ContainerLogMaxFiles}).Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if len(filepath.Join(cfg.RunDir, "containerd")) > 36 {
+		errs = append(errs, fmt.Errorf("--run-dir: %q is too long for containerd's shim sockets (at most 25 characters)", cfg.RunDir))
+	}
+	return &Agent{cfg: cfg}, errors.Join(errs...)
+}
+
+func parseLabels(in []string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, l := range in {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || len(validation.IsQualifiedName(k)) > 0 || len(validation.IsValidLabelValue(v)) > 0 {
+			return nil, fmt.Errorf("--node-label: %q is not a valid key=value label", l)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// Run joins the cluster and runs the node until ctx is cancelled.
+func (a *Agent) Run(ctx context.Context) error {
+	cfg := a.cfg
+	logger := klog.FromContext(ctx)
+	hostname, _ := os.Hostname()
+	name, err := a.nodeName(hostname)
+	if err != nil {
+		return err
+	}
+	nodeIP := agent.DefaultNodeIP()
+	if cfg.NodeIP != "" {
+		nodeIP = net.ParseIP(cfg.NodeIP)
+	}
+	token := cfg.Token
+	if token == "" && cfg.TokenFile != "" {
+		data, err := os.ReadFile(cfg.TokenFile)
+		if err != nil {
+			return fmt.Errorf("--token-file: %w", err)
+		}
+		token = strings.TrimSpace(string(data))
+	}
+	agentDir := filepath.Join(cfg.DataDir, "agent")
+	creds, err := join.Join(ctx, join.Config{
+		Server: cfg.Server, Token: token, CAFile: cfg.CAFile,
+		NodeName: name, Hostname: hostname, NodeIPs: []net.IP{nodeIP},
+		Dir: filepath.Join(agentDir, "tls"),
+	})
+	if err != nil {
+		return fmt.Errorf("join %s: %w", cfg.Server, err)
+	}
+	kubeconfig := filepath.Join(agentDir, "kubeconfig.yaml")
+	if err := pki.WriteKubeconfig(kubeconfig, cfg.Server, &pki.CA{CertFile: creds.ServerCAFile}, creds.Client, 0o600); err != nil {
+		return err
+	}
+	restCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	restCfg.QPS, restCfg.Burst = 50, 100
+	client, err := kubernetes.NewForConfig(restCfg)
+	if err != nil {
+		return err
+	}
+	info, err := join.CachedClusterInfo(ctx, client, jointoken.ClusterInfoName, filepath.Join(agentDir, "cluster-info.json"), 15*time.Second)
+	if err != nil {
+		return err
+	}
+	clusterCIDR, serviceCIDR, clusterDNS, domain, err := settings(info)
+	if err != nil {
+		return err
+	}
+	// The apiserver calls the node's API with a certificate of the client
+	// CA; bearer tokens are checked by TokenReview.
+	clientCAFile := filepath.Join(agentDir, "tls", "client-ca.crt")
+	if info[jointoken.ClusterInfoClientCA] == "" {
+		return errors.New("server's cluster-info: no client CA")
+	}
+	if err := pki.WriteFileAtomic(clientCAFile, []byte(info[jointoken.ClusterInfoClientCA]), 0o644); err != nil {
+		return err
+	}
+	if info[jointoken.ClusterInfoNodeDNS] == "false" {
+		cfg.DisableDNS = true
+	}
+	labels, _ := parseLabels(cfg.NodeLabels)
+	taints, _ := agent.ParseTaints(cfg.NodeTaints)
+	var embedded *containerd.Config
+	if cfg.ContainerRuntimeEndpoint == "" {
+		state := filepath.Join(cfg.RunDir, "containerd")
+		embedded = &containerd.Config{DataDir: cfg.DataDir, State: state}
+	}
+	nc := agent.NodeConfig{
+		Agent: agent.Config{
+			NodeName: name, NodeIPs: []net.IP{nodeIP}, DataDir: cfg.DataDir,
+			NodeLabels: labels, NodeTaints: taints, PodManifests: cfg.PodManifests,
+			RuntimeEndpoint: cfg.ContainerRuntimeEndpoint,
+			ClusterDNS:      []string{clusterDNS.String()}, ClusterDomain: domain,
+			ResolvConf: cfg.ResolvConf, KubeletVersion: kubeversion.Get().GitVersion,
+		},
+		Server: agentserver.Config{
+			TLSCertFile: creds.Serving.CertFile, TLSPrivateKeyFile: creds.Serving.KeyFile,
+			ClientCAFile: clientCAFile, ReadOnlyPort: cfg.ReadOnlyPort,
+		},
+		Logs:        logs.Config{MaxSize: cfg.ContainerLogMaxSize, MaxFiles: cfg.ContainerLogMaxFiles},
+		ClusterCIDR: clusterCIDR,
+		Containerd:  embedded,
+	}
+	if !cfg.DisableKubeProxy {
+		nc.Proxy = &proxy.Config{NodeName: name, NodeIPs: []net.IP{nodeIP}, ClusterCIDRs: []*net.IPNet{clusterCIDR}, ServiceCIDRs: []*net.IPNet{serviceCIDR}}
+		if !cfg.DisableDNS {
+			nc.Proxy.ExemptIPs = []net.IP{clusterDNS}
+		}
+	}
+	if !cfg.DisableDNS {
+		nc.DNS = &dns.Config{ClusterDNS: clusterDNS, ClusterDomain: domain, ResolvConf: cfg.ResolvConf}
+	}
+	backend := info[jointoken.ClusterInfoFlannelBackend]
+	if backend == "" {
+		backend = network.BackendVXLAN
+	}
+	nc.Overlay = &network.OverlayConfig{NodeName: name, NodeIP: nodeIP, Backend: backend}
+	node, err := agent.NewNode(nc, restCfg, nil)
+	if err != nil {
+		return err
+	}
+	logger.Info("Starting k1s agent", "server", cfg.Server, "node", name, "nodeIP", nodeIP, "dataDir", cfg.DataDir)
+	return node.Run(ctx)
+}
+
+// nodeName is --node-name or the hostname, with the node id appended when
+// asked; the id is made once and kept in the data dir.
+func (a *Agent) nodeName(hostname string) (string, error) {
+	name := strings.ToLower(a.cfg.NodeName)
+	if name == "" {
+		name = strings.ToLower(hostname)
+	}
+	if a.cfg.WithNodeID {
+		path := filepath.Join(a.cfg.DataDir, "agent", "node-id")
+		id, err := os.ReadFile(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			b := make([]byte, 4)
+			if _, err := rand.Read(b); err != nil {
+				return "", err
+			}
+			id = []byte(hex.EncodeToString(b))
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return "", err
+			}
+			if err := pki.WriteFileAtomic(path, id, 0o644); err != nil {
+				return "", err
+			}
+		} else if err != nil {
+			return "", err
+		}
+		name += "-" + strings.TrimSpace(string(id))
+	}
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
+		return "", fmt.Errorf("--node-name: %q: %s", name, strings.Join(msgs, "; "))
+	}
+	return name, nil
+}
+
+func settings(info map[string]string) (clusterCIDR, serviceCIDR *net.IPNet, clusterDNS net.IP, domain string, err error) {
+	if _, clusterCIDR, err = net.ParseCIDR(info[jointoken.ClusterInfoClusterCIDR]); err != nil {
+		return nil, nil, nil, "", fmt.Errorf("server's cluster-info: cluster-cidr %q: %w", info[jointoken.ClusterInfoClusterCIDR], err)
+	}
+	if _, serviceCIDR, err = net.ParseCIDR(info[jointoken.ClusterInfoServiceCIDR]); err != nil {
+		return nil, nil, nil, "", fmt.Errorf("server's cluster-info: service-cidr %q: %w", info[jointoken.ClusterInfoServiceCIDR], err)
+	}
+	if clusterDNS = net.ParseIP(info[jointoken.ClusterInfoClusterDNS]); clusterDNS == nil {
+		return nil, nil, nil, "", fmt.Errorf("server's cluster-info: cluster-dns %q is not an IP address", info[jointoken.ClusterInfoClusterDNS])
+	}
+	domain = info[jointoken.ClusterInfoClusterDomain]
+	if domain == "" {
+		domain = "cluster.local"
+	}
+	return clusterCIDR, serviceCIDR, clusterDNS, domain, nil
+}

@@ -1,0 +1,172 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
+	bootstraputil "k8s.io/cluster-bootstrap/token/util"
+	"k8s.io/klog/v2"
+
+	"github.com/k1s/k1s/internal/jointoken"
+	"github.com/k1s/k1s/internal/pki"
+)
+
+// joinInfo keeps what agents need to join: the node join token (written to
+// <data-dir>/server/token and node-token, its bootstrap token stored as a
+// Secret in kube-system) and the cluster-info ConfigMap.
+type joinInfo struct {
+	client   kubernetes.Interface
+	dir      string // <data-dir>/server
+	caFile   string
+	settings map[string]string
+	retry    time.Duration
+}
+
+func (j *joinInfo) Run(ctx context.Context) error {
+	for {
+		err := j.ensure(ctx)
+		if err == nil {
+			break
+		}
+		klog.FromContext(ctx).V(2).Info("Join token not in place yet", "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(j.retry):
+		}
+	}
+	<-ctx.Done()
+	return nil
+}
+
+func (j *joinInfo) ensure(ctx context.Context) error {
+	tok, err := j.token()
+	if err != nil {
+		return err
+	}
+	if err := j.ensureSecret(ctx, tok); err != nil {
+		return err
+	}
+	return j.ensureClusterInfo(ctx)
+}
+
+// token reads the join token, or makes one: a new bootstrap token with the
+// CA bundle's hash. An existing token whose CA hash is stale (the CA was
+// replaced) keeps its bootstrap token and gets the new hash.
+func (j *joinInfo) token() (jointoken.Token, error) {
+	ca, err := os.ReadFile(j.caFile)
+	if err != nil {
+		return jointoken.Token{}, fmt.Errorf("read the server CA: %w", err)
+	}
+	path := filepath.Join(j.dir, "token")
+	var bearer string
+	if data, err := os.ReadFile(path); err == nil {
+		old, perr := jointoken.Parse(string(data))
+		if perr != nil {
+			return jointoken.Token{}, fmt.Errorf("%s: %w", path, perr)
+		}
+		bearer = old.Bearer()
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return jointoken.Token{}, err
+	} else if bearer, err = bootstraputil.GenerateBootstrapToken(); err != nil {
+		return jointoken.Token{}, err
+	}
+	tok, err := jointoken.New(ca, bearer)
+	if err != nil {
+		return jointoken.Token{}, err
+	}
+	for _, name := range []string{"token", "node-token"} {
+		p := filepath.Join(j.dir, name)
+		if cur, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(cur)) == tok.String() {
+			continue
+		}
+		if err := pki.WriteFileAtomic(p, []byte(tok.String()+"\n"), 0o600); err != nil {
+			return jointoken.Token{}, err
+		}
+	}
+	return tok, nil
+}
+
+// ensureSecret stores the token's bootstrap Secret when missing: it does
+// not expire, authenticates, and puts its bearer in the k1s node group.
+func (j *joinInfo) ensureSecret(ctx context.Context, tok jointoken.Token) error {
+	secrets := j.client.CoreV1().Secrets(metav1.NamespaceSystem)
+	name := bootstrapapi.BootstrapTokenSecretPrefix + tok.ID
+	_, err := secrets.Get(ctx, name, metav1.GetOptions{})
+	if err == nil || !apierrors.IsNotFound(err) {
+		return err
+	}
+	_, err = secrets.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceSystem},
+		Type:       bootstrapapi.SecretTypeBootstrapToken,
+		StringData: map[string]string{
+			bootstrapapi.BootstrapTokenIDKey:               tok.ID,
+			bootstrapapi.BootstrapTokenSecretKey:           tok.Secret,
+			bootstrapapi.BootstrapTokenDescriptionKey:      "k1s node join token (<data-dir>/server/token)",
+			bootstrapapi.BootstrapTokenUsageAuthentication: "true",
+			bootstrapapi.BootstrapTokenExtraGroupsKey:      "system:bootstrappers:k1s:default-node-token",
+		},
+	}, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// ensureClusterInfo writes the settings agents read and lets every
+// authenticated client read them.
+func (j *joinInfo) ensureClusterInfo(ctx context.Context) error {
+	cms := j.client.CoreV1().ConfigMaps(metav1.NamespacePublic)
+	cur, err := cms.Get(ctx, jointoken.ClusterInfoName, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		_, err = cms.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: jointoken.ClusterInfoName}, Data: j.settings}, metav1.CreateOptions{})
+	case err == nil && !equalMaps(cur.Data, j.settings):
+		cur = cur.DeepCopy()
+		cur.Data = j.settings
+		_, err = cms.Update(ctx, cur, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("cluster-info ConfigMap: %w", err)
+	}
+	role := &rbacv1.Role{
+		ObjectMeta: metav1.ObjectMeta{Name: "k1s:cluster-info-reader", Namespace: metav1.NamespacePublic},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, ResourceNames: []string{jointoken.ClusterInfoName}, Verbs: []string{"get"}}},
+	}
+	if _, err := j.client.RbacV1().Roles(metav1.NamespacePublic).Create(ctx, role, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	binding := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "k1s:cluster-info-reader", Namespace: metav1.NamespacePublic},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.GroupKind, APIGroup: rbacv1.GroupName, Name: "system:authenticated"}},
+	}
+	if _, err := j.client.RbacV1().RoleBindings(metav1.NamespacePublic).Create(ctx, binding, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}

@@ -17,7 +17,8 @@
 //
 // Writing: the first write after start, and any write after a failure or
 // after the periodic check finds the kernel's table differs from what was
-// written, replaces the whole table in one transaction; otherwise only
+// written (it lists the table beside the writes, which never wait for
+// it), replaces the whole table in one transaction; otherwise only
 // the Services whose Service or EndpointSlices changed are rewritten
 // (their chains flushed and refilled, their map and set elements added
 // and removed, shared ones reference-counted). Chains no longer used are

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -62,6 +63,7 @@ type Proxy struct {
 	wake     chan struct{}
 	ready    chan struct{}
 	lastSync time.Time
+	checks   int // consistency checks judged; tests wait on it
 }
 
 // familyProxy is one IP family's table and what the proxy wrote into it.
@@ -73,6 +75,9 @@ type familyProxy struct {
 	stale    map[string]time.Time     // chains flushed and awaiting deletion
 	needFull bool
 	sampleAt int // where the next consistency check's rule sample starts
+	// sinceCheck notes what is written while a consistency check runs;
+	// nil when none does.
+	sinceCheck *changeLog
 }
 
 type elementState struct {
@@ -245,6 +250,11 @@ func (p *Proxy) Run(ctx context.Context) error {
 	}
 	check := p.clock.NewTicker(p.cfg.SyncPeriod)
 	defer check.Stop()
+	// One consistency check at a time lists the kernel's tables beside
+	// this loop, so that no change waits for it; what it found comes back
+	// on checked.
+	checked := make(chan []tableDiff, 1)
+	checking := false
 	var retry <-chan time.Time
 	var last time.Time
 	for {
@@ -278,7 +288,12 @@ func (p *Proxy) Run(ctx context.Context) error {
 		case <-retry:
 		case <-staleAt:
 		case <-check.C():
-			p.checkConsistency(ctx)
+			if !checking {
+				checking = p.startCheck(ctx, &wg, checked)
+			}
+		case diffs := <-checked:
+			checking = false
+			p.judge(ctx, diffs)
 		}
 	}
 }
@@ -414,6 +429,7 @@ func (f *familyProxy) sync(ctx context.Context, p *Proxy, dirty sets.Set[types.N
 		}
 	}
 	ops.apply(tx)
+	f.sinceCheck.add(ops)
 	for chain := range ops.liveChains {
 		delete(f.stale, chain)
 	}
@@ -611,6 +627,7 @@ func (f *familyProxy) fullSync(ctx context.Context, p *Proxy) ([]udpFrontend, er
 		udp = append(udp, cur.udp...)
 	}
 	ops.apply(tx)
+	f.sinceCheck.addWhole()
 	if err := f.nft.Run(ctx, tx); err != nil {
 		return nil, fmt.Errorf("write the whole rule set: %w", err)
 	}
@@ -631,6 +648,9 @@ func (f *familyProxy) deleteStale(ctx context.Context, now time.Time) error {
 	}
 	if len(gone) == 0 {
 		return nil
+	}
+	for _, c := range gone {
+		f.sinceCheck.addKey(chainKey(c))
 	}
 	if err := f.nft.Run(ctx, tx); err != nil {
 		return fmt.Errorf("delete %d unused chains: %w", len(gone), err)
@@ -653,31 +673,164 @@ func (p *Proxy) nextStale() time.Time {
 	return next
 }
 
-// checkConsistency compares the kernel's table with what the proxy wrote
-// (chains, sets and the elements of every set and map); when they differ
-// — someone flushed the ruleset, say — the family is rewritten whole.
-func (p *Proxy) checkConsistency(ctx context.Context) {
-	logger := klog.FromContext(ctx)
+// The consistency check compares the kernel's table with what the proxy
+// wrote (chains, sets, the elements of every set and map, and the rules
+// of a few chains); when they differ — someone flushed the ruleset, say —
+// the family is rewritten whole. Listing a table of a thousand Services
+// takes a few hundred milliseconds, so the listing runs beside the sync
+// loop: the loop copies what each table should hold (startCheck), a
+// goroutine lists the kernel's tables and finds what differs
+// (tableWant.drift), and the loop judges the differences (judge) leaving
+// out the objects it wrote in between, which the listing may show before
+// or after the write.
+
+// tableWant is what a family's table should hold, copied on the sync
+// loop for a check that reads it on another goroutine.
+type tableWant struct {
+	f        *familyProxy // for judge; the check goroutine does not read it
+	nft      knftables.Interface
+	rules    *familyRules
+	written  map[types.NamespacedName]*serviceRules // never changed once built
+	stale    sets.Set[string]
+	elements []element
+	sampleAt int
+}
+
+// tableDiff is how a family's table differed from what it should hold.
+type tableDiff struct {
+	f          *familyProxy
+	mismatches []mismatch
+}
+
+// mismatch is one difference: key names the object as changeLog does
+// ("" the whole table), what says it for the log.
+type mismatch struct {
+	key, what string
+}
+
+// changeLog notes the objects a family writes while a check runs.
+// Methods on a nil log do nothing.
+type changeLog struct {
+	whole bool // the table was written whole: nothing the check found counts
+	keys  sets.Set[string]
+}
+
+func (c *changeLog) addWhole() {
+	if c != nil {
+		c.whole = true
+	}
+}
+
+func (c *changeLog) addKey(key string) {
+	if c != nil {
+		c.keys.Insert(key)
+	}
+}
+
+func (c *changeLog) add(o *txOps) {
+	if c == nil {
+		return
+	}
+	for _, ch := range slices.Concat(o.chains, o.flushChains) {
+		c.keys.Insert(chainKey(ch.Name))
+	}
+	for _, s := range slices.Concat(o.delSets, o.addSets) {
+		c.keys.Insert(setKey(s.Name))
+	}
+	for _, e := range slices.Concat(o.delElements, o.addElements) {
+		// As element.id: exactly one of Set and Map is set.
+		c.keys.Insert(e.Set + e.Map + "|" + strings.Join(e.Key, " . "))
+	}
+}
+
+func chainKey(name string) string { return "chain " + name }
+func setKey(name string) string   { return "set " + name }
+
+// startCheck starts a consistency check of the families not awaiting a
+// whole write: it copies what their tables should hold and starts one
+// goroutine that lists the kernel's tables and sends what differs to
+// done. From now until judge, each family notes what it writes. It
+// reports whether it started a check.
+func (p *Proxy) startCheck(ctx context.Context, wg *sync.WaitGroup, done chan<- []tableDiff) bool {
+	var wants []*tableWant
 	for _, f := range p.families {
 		if f.needFull {
 			continue
 		}
-		if why := f.drift(ctx); why != "" {
-			logger.Info("Service proxy rules differ from the kernel's; rewriting them", "family", f.rules.family, "reason", why)
-			p.metrics.drift.Inc()
-			f.needFull = true
-			p.poke()
+		w := &tableWant{
+			f:        f,
+			nft:      f.nft,
+			rules:    f.rules,
+			written:  maps.Clone(f.written),
+			stale:    sets.KeySet(f.stale),
+			elements: make([]element, 0, len(f.elements)),
+			sampleAt: f.sampleAt,
 		}
+		for _, st := range f.elements {
+			w.elements = append(w.elements, st.el)
+		}
+		if n := len(f.written); n > 0 {
+			f.sampleAt = (f.sampleAt + ruleSamplesPerCheck) % n
+		}
+		f.sinceCheck = &changeLog{keys: sets.New[string]()}
+		wants = append(wants, w)
 	}
+	if len(wants) == 0 {
+		return false
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		diffs := make([]tableDiff, len(wants))
+		for i, w := range wants {
+			diffs[i] = tableDiff{f: w.f, mismatches: w.drift(ctx)}
+		}
+		done <- diffs
+	}()
+	return true
 }
 
-func (f *familyProxy) drift(ctx context.Context) string {
-	all, err := f.nft.ListAll(ctx)
+// judge acts on a check's findings: a family whose table differs, in
+// objects not written since the check started, is rewritten whole.
+func (p *Proxy) judge(ctx context.Context, diffs []tableDiff) {
+	logger := klog.FromContext(ctx)
+	for _, d := range diffs {
+		f, since := d.f, d.f.sinceCheck
+		f.sinceCheck = nil
+		if f.needFull || since.whole {
+			continue
+		}
+		var found []mismatch
+		for _, m := range d.mismatches {
+			if !since.keys.Has(m.key) {
+				found = append(found, m)
+			}
+		}
+		if len(found) == 0 {
+			continue
+		}
+		reason := found[0].what
+		if len(found) > 1 {
+			reason += fmt.Sprintf(" (and %d more differences)", len(found)-1)
+		}
+		logger.Info("Service proxy rules differ from the kernel's; rewriting them", "family", f.rules.family, "reason", reason)
+		p.metrics.drift.Inc()
+		f.needFull = true
+		p.poke()
+	}
+	p.mu.Lock()
+	p.checks++
+	p.mu.Unlock()
+}
+
+// drift lists the kernel's table and returns every way it differs from w.
+func (w *tableWant) drift(ctx context.Context) []mismatch {
+	all, err := w.nft.ListAll(ctx)
 	if err != nil {
 		if knftables.IsNotFound(err) {
-			return "table missing"
+			return []mismatch{{what: "table missing"}}
 		}
-		return "list table: " + err.Error()
+		return []mismatch{{what: "list table: " + err.Error()}}
 	}
 	wantChains := sets.New[string]()
 	for _, bc := range baseChains {
@@ -685,89 +838,82 @@ func (f *familyProxy) drift(ctx context.Context) string {
 	}
 	wantChains.Insert(chainServices, chainServiceEndpoints, chainNodePortEndpoints, chainClusterIPsCheck, chainFirewallCheck, chainMasquerading, chainReject)
 	wantSets := sets.New(setClusterIPs, setNodePortIPs, setHairpin)
-	for _, w := range f.written {
-		for c := range w.chains {
+	for _, sr := range w.written {
+		for c := range sr.chains {
 			wantChains.Insert(c)
 		}
-		for _, s := range w.sets {
+		for _, s := range sr.sets {
 			wantSets.Insert(s.name)
 		}
 	}
-	haveChains := sets.New(all["chain"]...)
-	for c := range f.stale {
-		haveChains.Delete(c)
-	}
-	if !haveChains.Equal(wantChains) {
-		return fmt.Sprintf("chains: %d missing, %d unexpected", wantChains.Difference(haveChains).Len(), haveChains.Difference(wantChains).Len())
-	}
-	if have := sets.New(all["set"]...); !have.Equal(wantSets) {
-		return fmt.Sprintf("sets: %d missing, %d unexpected", wantSets.Difference(have).Len(), have.Difference(wantSets).Len())
-	}
-	if why := f.ruleDrift(ctx); why != "" {
-		return why
-	}
+	haveChains := sets.New(all["chain"]...).Difference(w.stale)
+	out := appendDiff(nil, wantChains, haveChains, "chain ", chainKey)
+	out = appendDiff(out, wantSets, sets.New(all["set"]...), "set ", setKey)
+	out = append(out, w.ruleDrift(ctx)...)
 	want := map[string]sets.Set[string]{}
-	for _, st := range f.elements {
-		if want[st.el.container] == nil {
-			want[st.el.container] = sets.New[string]()
+	for _, el := range w.elements {
+		if want[el.container] == nil {
+			want[el.container] = sets.New[string]()
 		}
-		want[st.el.container].Insert(strings.Join(st.el.key, " . "))
+		want[el.container].Insert(strings.Join(el.key, " . "))
 	}
 	for _, c := range []struct {
 		typ, name string
 	}{{"set", setClusterIPs}, {"set", setHairpin}, {"map", mapServiceIPs}, {"map", mapServiceNodePorts}, {"map", mapNoEndpointServices}, {"map", mapNoEndpointNodePorts}, {"map", mapFirewallIPs}} {
-		els, err := f.nft.ListElements(ctx, c.typ, c.name)
+		els, err := w.nft.ListElements(ctx, c.typ, c.name)
 		if err != nil {
-			return c.name + ": " + err.Error()
+			out = append(out, mismatch{key: setKey(c.name), what: c.name + ": " + err.Error()})
+			continue
 		}
 		have := sets.New[string]()
 		for _, e := range els {
 			have.Insert(strings.Join(e.Key, " . "))
 		}
-		w := want[c.name]
-		if w == nil {
-			w = sets.New[string]()
-		}
-		if !have.Equal(w) {
-			return fmt.Sprintf("%s: %d elements missing, %d unexpected", c.name, w.Difference(have).Len(), have.Difference(w).Len())
-		}
+		out = appendDiff(out, want[c.name], have, c.name+" element ", func(k string) string { return c.name + "|" + k })
 	}
-	return ""
+	return out
+}
+
+// appendDiff appends a mismatch for each name missing from have or
+// unexpected in it.
+func appendDiff(out []mismatch, want, have sets.Set[string], noun string, key func(string) string) []mismatch {
+	for _, n := range sets.List(want.Difference(have)) {
+		out = append(out, mismatch{key: key(n), what: noun + n + " missing"})
+	}
+	for _, n := range sets.List(have.Difference(want)) {
+		out = append(out, mismatch{key: key(n), what: noun + n + " unexpected"})
+	}
+	return out
 }
 
 // ruleDrift compares the number of rules in a few chains with what was
 // written: three fixed chains (a flushed table shows there) and, in turn,
 // a few Services' chains each time, so that every chain is looked at
 // over time without listing thousands of them at once.
-func (f *familyProxy) ruleDrift(ctx context.Context) string {
+func (w *tableWant) ruleDrift(ctx context.Context) []mismatch {
 	want := map[string]int{chainNATPrerouting: 1, chainMasquerading: 2, chainServices: 2}
-	if f.rules.clusterCIDR != "" {
+	if w.rules.clusterCIDR != "" {
 		want[chainServices] = 3
 	}
-	keys := make([]types.NamespacedName, 0, len(f.written))
-	for k := range f.written {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	keys := slices.SortedFunc(maps.Keys(w.written), func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
 	for i := 0; i < len(keys) && i < ruleSamplesPerCheck; i++ {
-		key := keys[(f.sampleAt+i)%len(keys)]
-		for c, rules := range f.written[key].chains {
+		key := keys[(w.sampleAt+i)%len(keys)]
+		for c, rules := range w.written[key].chains {
 			want[c] = len(rules)
 		}
 	}
-	if len(keys) > 0 {
-		f.sampleAt = (f.sampleAt + ruleSamplesPerCheck) % len(keys)
-	}
+	var out []mismatch
 	for _, c := range sortedKeys(want) {
-		rules, err := f.nft.ListRules(ctx, c)
+		rules, err := w.nft.ListRules(ctx, c)
 		if err != nil {
-			return "list rules of " + c + ": " + err.Error()
+			out = append(out, mismatch{key: chainKey(c), what: "list rules of " + c + ": " + err.Error()})
+			continue
 		}
 		if len(rules) != want[c] {
-			return fmt.Sprintf("chain %s has %d rules, want %d", c, len(rules), want[c])
+			out = append(out, mismatch{key: chainKey(c), what: fmt.Sprintf("chain %s has %d rules, want %d", c, len(rules), want[c])})
 		}
 	}
-	return ""
+	return out
 }
 
 // ruleSamplesPerCheck is how many Services' chains each check counts.

@@ -12,14 +12,75 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/component-base/metrics"
+	"k8s.io/component-base/metrics/testutil"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/knftables"
 )
 
 // recordingNFT is knftables' fake, keeping the text of every transaction.
+// While held, its listings wait until released.
 type recordingNFT struct {
 	*knftables.Fake
-	mu  sync.Mutex
-	txs []string
+	mu      sync.Mutex
+	txs     []string
+	gate    chan struct{} // closed on release; nil: not held
+	waiting int           // listings waiting at the gate
+}
+
+// hold makes listings wait until the returned release is called.
+func (r *recordingNFT) hold() (release func()) {
+	gate := make(chan struct{})
+	r.mu.Lock()
+	r.gate = gate
+	r.mu.Unlock()
+	return sync.OnceFunc(func() {
+		r.mu.Lock()
+		r.gate = nil
+		r.mu.Unlock()
+		close(gate)
+	})
+}
+
+func (r *recordingNFT) held() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.waiting
+}
+
+func (r *recordingNFT) wait(ctx context.Context) {
+	r.mu.Lock()
+	gate := r.gate
+	if gate != nil {
+		r.waiting++
+	}
+	r.mu.Unlock()
+	if gate == nil {
+		return
+	}
+	select {
+	case <-gate:
+	case <-ctx.Done():
+	}
+	r.mu.Lock()
+	r.waiting--
+	r.mu.Unlock()
+}
+
+func (r *recordingNFT) ListAll(ctx context.Context) (map[string][]string, error) {
+	r.wait(ctx)
+	return r.Fake.ListAll(ctx)
+}
+
+func (r *recordingNFT) ListRules(ctx context.Context, chain string) ([]*knftables.Rule, error) {
+	r.wait(ctx)
+	return r.Fake.ListRules(ctx, chain)
+}
+
+func (r *recordingNFT) ListElements(ctx context.Context, typ, name string) ([]*knftables.Element, error) {
+	r.wait(ctx)
+	return r.Fake.ListElements(ctx, typ, name)
 }
 
 func (r *recordingNFT) Run(ctx context.Context, tx *knftables.Transaction) error {
@@ -64,6 +125,11 @@ type testProxy struct {
 
 func startTestProxy(t *testing.T, objs ...any) *testProxy {
 	t.Helper()
+	return startTestProxyWithClock(t, clock.RealClock{}, objs...)
+}
+
+func startTestProxyWithClock(t *testing.T, clk clock.WithTicker, objs ...any) *testProxy {
+	t.Helper()
 	cfg := testConfig()
 	cfg.HealthzBindAddress = "-"
 	client := fake.NewClientset()
@@ -89,10 +155,12 @@ func startTestProxy(t *testing.T, objs ...any) *testProxy {
 		NFTables:       func(knftables.Family, string) (knftables.Interface, error) { return nft, nil },
 		Conntrack:      ct,
 		Sysctl:         func(string, string) error { return nil },
+		Clock:          clk,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	p.Register(metrics.NewKubeRegistry())
 	factory.Start(ctx.Done())
 	tp := &testProxy{Proxy: p, nft: nft, ct: ct, client: client, cancel: cancel, done: make(chan error, 1)}
 	go func() { tp.done <- p.Run(ctx) }()
@@ -261,4 +329,129 @@ func TestFailedWriteFallsBackToFullSync(t *testing.T) {
 		d := tp.nft.Dump()
 		return strings.Contains(d, "nat-prerouting jump services") && strings.Contains(d, "10.42.1.8 . 8080")
 	})
+}
+
+// checksJudged is how many consistency checks the proxy has acted on.
+func (tp *testProxy) checksJudged() int {
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	return tp.checks
+}
+
+func (tp *testProxy) drifts(t *testing.T) float64 {
+	t.Helper()
+	v, err := testutil.GetCounterMetricValue(tp.metrics.drift)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// apiService is a second Service, with one endpoint.
+func apiService() (*corev1.Service, *discoveryv1.EndpointSlice) {
+	svc := testService(func(s *corev1.Service) {
+		s.Name, s.Spec.ClusterIP, s.Spec.ClusterIPs = "api", "10.43.0.30", []string{"10.43.0.30"}
+	})
+	sl := testSlice(remoteReady)
+	sl.Name, sl.Labels[discoveryv1.LabelServiceName] = "api-abc", "api"
+	return svc, sl
+}
+
+func (tp *testProxy) create(t *testing.T, svc *corev1.Service, sl *discoveryv1.EndpointSlice) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := tp.client.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tp.client.DiscoveryV1().EndpointSlices(sl.Namespace).Create(ctx, sl, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startHeldCheck starts a consistency check whose listings wait until
+// the returned release is called.
+func (tp *testProxy) startHeldCheck(t *testing.T, clk *clocktesting.FakeClock) (release func()) {
+	t.Helper()
+	release = tp.nft.hold()
+	t.Cleanup(release)
+	clk.Step(tp.cfg.SyncPeriod)
+	waitFor(t, "the check listing the table", func() bool { return tp.nft.held() > 0 })
+	return release
+}
+
+func TestSyncsDoNotWaitForTheCheck(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	tp := startTestProxyWithClock(t, clk, testService(nil), testSlice(remoteReady))
+	release := tp.startHeldCheck(t, clk)
+
+	// A Service made while the check waits for the kernel is written at
+	// once.
+	api, apiSlice := apiService()
+	tp.create(t, api, apiSlice)
+	waitFor(t, "api written during the check", func() bool {
+		d := tp.nft.Dump()
+		return strings.Contains(d, "ns/api/tcp/http") && strings.Contains(d, "10.43.0.30 . tcp . 80")
+	})
+	if tp.nft.held() == 0 || tp.checksJudged() != 0 {
+		t.Fatal("the check ended before it was released")
+	}
+
+	// The check then lists api's chains and elements, which were not
+	// there when it started: that is no drift.
+	n := tp.nft.count()
+	release()
+	waitFor(t, "the check judged", func() bool { return tp.checksJudged() == 1 })
+	if d := tp.drifts(t); d != 0 {
+		t.Errorf("drift reported %v times for a Service written during the check", d)
+	}
+	// A change after the verdict is written alone, not with the whole table.
+	s := testSlice(remoteReady, testEP{ip: "10.42.1.8", node: "n2", ready: true, serving: true})
+	if _, err := tp.client.DiscoveryV1().EndpointSlices("ns").Update(context.Background(), s, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the update written", func() bool { return strings.Contains(tp.nft.Dump(), "10.42.1.8 . 8080") })
+	for _, tx := range tp.nft.since(n) {
+		if strings.Contains(tx, "delete table") {
+			t.Errorf("the table was written whole after the check:\n%s", tx)
+		}
+	}
+}
+
+func TestCheckFindsDriftBesideWrites(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	tp := startTestProxyWithClock(t, clk, testService(nil), testSlice(remoteReady))
+	release := tp.startHeldCheck(t, clk)
+
+	// While the check waits, someone deletes web's service-ips element
+	// behind the proxy's back, and api is written.
+	api, apiSlice := apiService()
+	tx := tp.nft.NewTransaction()
+	tx.Delete(&knftables.Element{Map: mapServiceIPs, Key: []string{"10.43.0.20", "tcp", "80"}})
+	if err := tp.nft.Fake.Run(context.Background(), tx); err != nil {
+		t.Fatal(err)
+	}
+	tp.create(t, api, apiSlice)
+	waitFor(t, "api written during the check", func() bool { return strings.Contains(tp.nft.Dump(), "10.43.0.30 . tcp . 80") })
+
+	// The write does not hide the element the proxy did not write: the
+	// table is written whole again.
+	n := tp.nft.count()
+	release()
+	waitFor(t, "the table written whole", func() bool {
+		for _, tx := range tp.nft.since(n) {
+			if strings.Contains(tx, "delete table") {
+				return true
+			}
+		}
+		return false
+	})
+	d := tp.nft.Dump()
+	for _, want := range []string{"service-ips { 10.43.0.20 . tcp . 80", "service-ips { 10.43.0.30 . tcp . 80"} {
+		if !strings.Contains(d, want) {
+			t.Errorf("table lacks %q after the rewrite:\n%s", want, d)
+		}
+	}
+	if v := tp.drifts(t); v != 1 {
+		t.Errorf("drift counted %v times, want 1", v)
+	}
 }

@@ -117,6 +117,17 @@ func (a *Approver) sync(ctx context.Context, name string) error {
 		if err != nil || !ok {
 			return err
 		}
+		if sub == "nodeclient" {
+			// A node's name is its identity (k3s's node password): a
+			// registered node renews as itself; a bootstrap request for
+			// its name is another machine claiming it.
+			node := strings.TrimPrefix(req.Subject.CommonName, "system:node:")
+			if _, err := a.nodes.Get(node); err == nil {
+				return a.decide(ctx, csr, certificatesv1.CertificateDenied, "NodeNameInUse",
+					fmt.Sprintf("node %q is registered and this request is not from it: another machine holds the name. "+
+						"Give this machine another --node-name (or --with-node-id), or delete the Node (kubectl delete node %s) if the old machine is gone.", node, node))
+			}
+		}
 		message = msg
 	case certificatesv1.KubeletServingSignerName:
 		if kubeletServingErr(req, csr.Spec.Usages) != nil || csr.Spec.Username != req.Subject.CommonName ||
@@ -132,15 +143,20 @@ func (a *Approver) sync(ctx context.Context, name string) error {
 	default:
 		return nil
 	}
+	return a.decide(ctx, csr, certificatesv1.CertificateApproved, "AutoApproved", message)
+}
+
+// decide approves or denies csr.
+func (a *Approver) decide(ctx context.Context, csr *certificatesv1.CertificateSigningRequest, verdict certificatesv1.RequestConditionType, reason, message string) error {
 	csr = csr.DeepCopy()
 	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "AutoApproved", Message: message,
+		Type: verdict, Status: corev1.ConditionTrue, Reason: reason, Message: message,
 		LastUpdateTime: metav1.NewTime(a.clock.Now()),
 	})
-	if _, err := a.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, name, csr, metav1.UpdateOptions{}); err != nil {
-		return fmt.Errorf("approve %s: %w", name, err)
+	if _, err := a.client.CertificatesV1().CertificateSigningRequests().UpdateApproval(ctx, csr.Name, csr, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("%s %s: %w", verdict, csr.Name, err)
 	}
-	klog.FromContext(ctx).V(2).Info("Approved certificate request", "csr", name, "signer", csr.Spec.SignerName, "requestor", csr.Spec.Username)
+	klog.FromContext(ctx).V(2).Info("Decided a certificate request", "csr", csr.Name, "verdict", verdict, "reason", reason, "signer", csr.Spec.SignerName, "requestor", csr.Spec.Username)
 	return nil
 }
 

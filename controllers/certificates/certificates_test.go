@@ -45,7 +45,7 @@ func request(t *testing.T, cn string, org []string, dns []string, ips []net.IP) 
 func csr(name, signer, user string, groups []string, req []byte, usages ...certificatesv1.KeyUsage) *certificatesv1.CertificateSigningRequest {
 	return &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(time.Unix(1000, 0))},
-		Spec: certificatesv1.CertificateSigningRequestSpec{Request: req, SignerName: signer, Username: user, Groups: groups, Usages: usages},
+		Spec:       certificatesv1.CertificateSigningRequestSpec{Request: req, SignerName: signer, Username: user, Groups: groups, Usages: usages},
 	}
 }
 
@@ -170,23 +170,28 @@ func TestApprover(t *testing.T) {
 		csr     *certificatesv1.CertificateSigningRequest
 		allowed bool // what the SubjectAccessReview answers
 		want    bool
+		denied  bool
 	}{
 		{"bootstrap client request allowed", csr("c", certificatesv1.KubeAPIServerClientKubeletSignerName, "system:bootstrap:abc", []string{"system:bootstrappers"},
-			request(t, "system:node:new", []string{"system:nodes"}, nil, nil), clientUsages...), true, true},
+			request(t, "system:node:new", []string{"system:nodes"}, nil, nil), clientUsages...), true, true, false},
+		{"bootstrap client request for a registered node's name", csr("c", certificatesv1.KubeAPIServerClientKubeletSignerName, "system:bootstrap:abc", []string{"system:bootstrappers"},
+			request(t, "system:node:n1", []string{"system:nodes"}, nil, nil), clientUsages...), true, false, true},
+		{"registered node renewing its client certificate", csr("c", certificatesv1.KubeAPIServerClientKubeletSignerName, "system:node:n1", []string{"system:nodes"},
+			request(t, "system:node:n1", []string{"system:nodes"}, nil, nil), clientUsages...), true, true, false},
 		{"bootstrap client request not allowed", csr("c", certificatesv1.KubeAPIServerClientKubeletSignerName, "someone", nil,
-			request(t, "system:node:new", []string{"system:nodes"}, nil, nil), clientUsages...), false, false},
+			request(t, "system:node:new", []string{"system:nodes"}, nil, nil), clientUsages...), false, false, false},
 		{"not a kubelet client request", csr("c", certificatesv1.KubeAPIServerClientKubeletSignerName, "system:bootstrap:abc", nil,
-			request(t, "admin", []string{"system:masters"}, nil, nil), clientUsages...), true, false},
+			request(t, "admin", []string{"system:masters"}, nil, nil), clientUsages...), true, false, false},
 		{"node's own serving request", csr("c", certificatesv1.KubeletServingSignerName, "system:node:n1", []string{"system:nodes"},
-			servingReq("n1", "192.0.2.1"), servingUsages...), false, true},
+			servingReq("n1", "192.0.2.1"), servingUsages...), false, true, false},
 		{"serving request for another node", csr("c", certificatesv1.KubeletServingSignerName, "system:node:n2", []string{"system:nodes"},
-			servingReq("n1", "192.0.2.1"), servingUsages...), false, false},
+			servingReq("n1", "192.0.2.1"), servingUsages...), false, false, false},
 		{"serving request claiming another node's address", csr("c", certificatesv1.KubeletServingSignerName, "system:node:n3", []string{"system:nodes"},
-			servingReq("n3", "192.0.2.2"), servingUsages...), false, false},
+			servingReq("n3", "192.0.2.2"), servingUsages...), false, false, false},
 		{"first serving request of a node not registered yet", csr("c", certificatesv1.KubeletServingSignerName, "system:node:n3", []string{"system:nodes"},
-			servingReq("n3", "192.0.2.3"), servingUsages...), false, true},
+			servingReq("n3", "192.0.2.3"), servingUsages...), false, true, false},
 		{"serving request with an address not the node's", csr("c", certificatesv1.KubeletServingSignerName, "system:node:n1", []string{"system:nodes"},
-			servingReq("n1", "192.0.2.9"), servingUsages...), false, false},
+			servingReq("n1", "192.0.2.9"), servingUsages...), false, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := fake.NewClientset(tc.csr, node("n1", "192.0.2.1"), node("n2", "192.0.2.2"))
@@ -206,8 +211,8 @@ func TestApprover(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, _ := client.CertificatesV1().CertificateSigningRequests().Get(ctx, "c", metav1.GetOptions{})
-			if approved(got) != tc.want {
-				t.Errorf("approved = %v, want %v (%+v)", approved(got), tc.want, got.Status)
+			if approved(got) != tc.want || hasCondition(got, certificatesv1.CertificateDenied) != tc.denied {
+				t.Errorf("approved = %v, denied = %v, want %v, %v (%+v)", approved(got), hasCondition(got, certificatesv1.CertificateDenied), tc.want, tc.denied, got.Status)
 			}
 		})
 	}

@@ -132,6 +132,28 @@ func (n *twoNodes) stopAgent(t *testing.T, killall bool) {
 	}
 }
 
+// waitNodeReady waits for the node to be Ready and returns it.
+func waitNodeReady(t *testing.T, c kubernetes.Interface, name string, within time.Duration) *corev1.Node {
+	t.Helper()
+	var node *corev1.Node
+	if err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, within, true, func(ctx context.Context) (bool, error) {
+		nd, err := c.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		node = nd
+		for _, cond := range nd.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		t.Fatalf("node %s not Ready within %s: %+v", name, within, node)
+	}
+	return node
+}
+
 // diagnose logs both nodes' view of the pod network.
 func (n *twoNodes) diagnose(t *testing.T, c kubernetes.Interface) {
 	nodes, err := c.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
@@ -189,26 +211,18 @@ func TestAgentJoins(t *testing.T) {
 	})
 
 	n.startAgent(t, token)
-	var node2 *corev1.Node
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
-		nd, err := c.CoreV1().Nodes().Get(ctx, agentNodeName, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		node2 = nd
-		for _, cond := range nd.Status.Conditions {
-			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-				return true, nil
-			}
-		}
-		return false, nil
-	}); err != nil {
-		b, _ := os.ReadFile(n.agentLog)
-		t.Fatalf("node %s not Ready: %+v\nagent log:\n%s", agentNodeName, node2, tail(b, 4000))
-	}
+	node2 := waitNodeReady(t, c, agentNodeName, 90*time.Second)
 	if node2.Labels["e2e/second"] != "true" || node2.Spec.PodCIDR == "" {
 		t.Fatalf("node 2: labels %v, pod CIDR %q", node2.Labels, node2.Spec.PodCIDR)
 	}
+
+	t.Run("another machine claiming node 2's name is refused", func(t *testing.T) {
+		args := replaceFlag(n.agentArgs(token), "--data-dir", t.TempDir())
+		out, err := n.agentCmd(args...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "another machine holds the name") {
+			t.Errorf("second %s: err %v, want a refusal naming the reason:\n%s", agentNodeName, err, tail(out, 2000))
+		}
+	})
 
 	waitServiceAccount(t, c, "default")
 	pinned := func(name, node string, cmd ...string) *corev1.Pod {
@@ -282,5 +296,38 @@ func TestAgentJoins(t *testing.T) {
 		if before != after {
 			t.Errorf("container restarted with the agent: %s then %s", before, after)
 		}
+	})
+
+	// execOnNode2 polls until exec into client2 (through the agent's API)
+	// works again.
+	execOnNode2 := func(t *testing.T, within time.Duration) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, within, false, func(ctx context.Context) (bool, error) {
+			out, err := n.server.Kubectl(ctx, "exec", "client2", "--", "echo", "back")
+			return err == nil && strings.Contains(out, "back"), nil
+		}); err != nil {
+			b, _ := os.ReadFile(n.agentLog)
+			t.Fatalf("exec on node 2 not back within %s:\n%s", within, tail(b, 4000))
+		}
+	}
+
+	t.Run("the server restarts and node 2 reconnects on its own", func(t *testing.T) {
+		n.server.Stop(t)
+		n.server.Start(t)
+		c = n.server.Client(t)
+		execOnNode2(t, 60*time.Second)
+		waitNodeReady(t, c, agentNodeName, 60*time.Second)
+	})
+
+	t.Run("node 2 deleted from the API rejoins under its name when restarted", func(t *testing.T) {
+		if err := c.CoreV1().Nodes().Delete(ctx, agentNodeName, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		n.stopAgent(t, false)
+		n.startAgent(t, "")
+		waitNodeReady(t, c, agentNodeName, 60*time.Second)
+		// Its pods went with the Node (pod GC); a new pod runs there.
+		pinned("client2b", agentNodeName, "sleep", "3600")
+		framework.WaitPod(t, c, "default", "client2b", 90*time.Second, "running", framework.Running)
 	})
 }

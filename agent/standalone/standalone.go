@@ -33,6 +33,7 @@ import (
 	agentserver "github.com/k1s/k1s/agent/server"
 	"github.com/k1s/k1s/embed/containerd"
 	"github.com/k1s/k1s/internal/jointoken"
+	"github.com/k1s/k1s/internal/memtrim"
 	"github.com/k1s/k1s/internal/pki"
 )
 
@@ -234,6 +235,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		return err
 	}
 	logger.Info("Starting k1s agent", "server", cfg.Server, "node", name, "nodeIP", nodeIP, "dataDir", cfg.DataDir)
+	go trimAfterStartup(ctx, node.Ready())
 	return node.Run(ctx)
 }
 
@@ -285,4 +287,33 @@ func settings(info map[string]string) (clusterCIDR, serviceCIDR *net.IPNet, clus
 		domain = "cluster.local"
 	}
 	return clusterCIDR, serviceCIDR, clusterDNS, domain, nil
+}
+
+// settleTime is how long after the node is ready its start-up work (first
+// lists, first syncs) is over.
+const settleTime = 5 * time.Second
+
+// trimAfterStartup gives back the memory only start-up needed, as k1s
+// server does (internal/memtrim): the executable's pages once the node is
+// ready, and again, evicting them from the page cache, once it settled.
+func trimAfterStartup(ctx context.Context, ready <-chan struct{}) {
+	logger := klog.FromContext(ctx)
+	select {
+	case <-ready:
+	case <-ctx.Done():
+		return
+	}
+	if _, err := memtrim.TrimMapped(); err != nil {
+		logger.V(2).Info("Cannot trim memory", "err", err)
+	}
+	select {
+	case <-time.After(settleTime):
+	case <-ctx.Done():
+		return
+	}
+	if n, err := memtrim.Trim(); err != nil {
+		logger.V(2).Info("Cannot trim memory", "err", err)
+	} else {
+		logger.V(4).Info("Trimmed start-up memory", "bytes", n)
+	}
 }

@@ -62,6 +62,10 @@ func killallCommand() *cli.Command {
 			if err := network.RemoveOverlay("k1s.1"); err != nil {
 				return fmt.Errorf("killall: %w", err)
 			}
+			// The emptied state and run directories go too (as k3s's
+			// killall removes /run/k3s); anything left in them stays.
+			_ = os.Remove(cfg.State)
+			_ = os.Remove(runDir)
 			return nil
 		},
 	}

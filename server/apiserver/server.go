@@ -114,6 +114,13 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("create apiserver: %w", err)
 	}
+	// Once the requests that are not long-running have drained, the
+	// connections still open — remote agents' and kubectl's watches and
+	// streams — are given shutdownTimeout, not the request timeout (60 s)
+	// upstream waits: a stopping k1s is done within its components' 15 s,
+	// and clients reconnect to the next start.
+	core.ShutdownTimeout = shutdownTimeout
+	extServer.GenericAPIServer.ShutdownTimeout = shutdownTimeout
 	if err := deps.installAPIs(core, gc.RESTOptionsGetter); err != nil {
 		return err
 	}
@@ -163,6 +170,9 @@ func (s *Server) Run(ctx context.Context) error {
 	<-done
 	return failure
 }
+
+// shutdownTimeout bounds the wait for open connections at shutdown.
+const shutdownTimeout = 2 * time.Second
 
 // specialPrefixes keeps upstream's etcd key layout, so etcd tooling written
 // for Kubernetes finds objects where it expects them.

@@ -312,11 +312,19 @@ func TestAgentJoins(t *testing.T) {
 	}
 
 	t.Run("the server restarts and node 2 reconnects on its own", func(t *testing.T) {
+		start := time.Now()
 		n.server.Stop(t)
+		stopped := time.Now()
+		if stopped.Sub(start) > 5*time.Second {
+			b, _ := os.ReadFile(n.server.LogFile)
+			t.Logf("server log:\n%s", tail(b, 12000))
+		}
 		n.server.Start(t)
+		ready := time.Now()
 		c = n.server.Client(t)
 		execOnNode2(t, 60*time.Second)
 		waitNodeReady(t, c, agentNodeName, 60*time.Second)
+		t.Logf("server stopped in %s, ready in %s, node 2 reached in %s", stopped.Sub(start), ready.Sub(stopped), time.Since(ready))
 	})
 
 	t.Run("node 2 deleted from the API rejoins under its name when restarted", func(t *testing.T) {

@@ -52,6 +52,8 @@ func TestNewRejectsBadConfig(t *testing.T) {
 		{"partial settings are defaulted", func(c *Config) {
 			c.Controllers = &ControllerSettings{}
 		}, nil},
+		{"certificates renewed beyond their life", func(c *Config) { c.CertificateRenewBefore = 400 * 24 * time.Hour }, []string{"CertificateRenewBefore"}},
+		{"certificates renewed a second after issue", func(c *Config) { c.CertificateRenewBefore = 365*24*time.Hour - time.Second }, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

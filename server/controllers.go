@@ -30,6 +30,7 @@ import (
 	"github.com/k1s/k1s/controllers/serviceaccount"
 	"github.com/k1s/k1s/controllers/servicelb"
 	"github.com/k1s/k1s/controllers/statefulset"
+	"github.com/k1s/k1s/controllers/tokencleaner"
 	"github.com/k1s/k1s/controllers/ttlafterfinished"
 	"github.com/k1s/k1s/internal/pki"
 )
@@ -145,6 +146,7 @@ func controllers(rootCA []byte, cas clusterCAs, clusterCIDR *net.IPNet, nodeMask
 		certificates.ApproverDescriptor(),
 		certificates.SignerDescriptor(certificates.SignerConfig{ClientCA: cas.client, ServerCA: cas.server, Duration: s.ClusterSigningDuration}),
 		certificates.CleanerDescriptor(),
+		tokencleaner.Descriptor(),
 	}
 	if serviceLB {
 		out = append(out, servicelb.Descriptor())

@@ -15,10 +15,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
-	bootstraputil "k8s.io/cluster-bootstrap/token/util"
 	"k8s.io/klog/v2"
 
+	"github.com/k1s/k1s/internal/bootstraptoken"
 	"github.com/k1s/k1s/internal/jointoken"
 	"github.com/k1s/k1s/internal/pki"
 )
@@ -80,49 +79,131 @@ func (j *joinInfo) token() (jointoken.Token, error) {
 		bearer = old.Bearer()
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return jointoken.Token{}, err
-	} else if bearer, err = bootstraputil.GenerateBootstrapToken(); err != nil {
+	} else if bearer, err = bootstraptoken.Generate(); err != nil {
 		return jointoken.Token{}, err
 	}
 	tok, err := jointoken.New(ca, bearer)
 	if err != nil {
 		return jointoken.Token{}, err
 	}
-	for _, name := range []string{"token", "node-token"} {
-		p := filepath.Join(j.dir, name)
-		if cur, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(cur)) == tok.String() {
-			continue
-		}
-		if err := pki.WriteFileAtomic(p, []byte(tok.String()+"\n"), 0o600); err != nil {
-			return jointoken.Token{}, err
-		}
+	if err := writeJoinToken(j.dir, tok); err != nil {
+		return jointoken.Token{}, err
 	}
 	return tok, nil
 }
 
-// ensureSecret stores the token's bootstrap Secret when missing: it does
-// not expire, authenticates, and puts its bearer in the k1s node group.
+// joinTokenFiles are the files in <data-dir>/server holding the join
+// token, "token" first: the server reads that one at start.
+var joinTokenFiles = []string{"token", "node-token"}
+
+// writeJoinToken writes tok to the join token files that differ.
+func writeJoinToken(serverDir string, tok jointoken.Token) error {
+	for _, name := range joinTokenFiles {
+		p := filepath.Join(serverDir, name)
+		if cur, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(cur)) == tok.String() {
+			continue
+		}
+		if err := pki.WriteFileAtomic(p, []byte(tok.String()+"\n"), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// serverToken is the bootstrap token behind the server's join token: it
+// does not expire, authenticates (and nothing else), and puts its bearer
+// in the k1s node group.
+func serverToken(tok jointoken.Token) bootstraptoken.Token {
+	return bootstraptoken.Token{
+		ID:          tok.ID,
+		Secret:      tok.Secret,
+		Description: "k1s node join token (<data-dir>/server/token)",
+		Usages:      []string{bootstraptoken.UsageAuthentication},
+		Groups:      []string{bootstraptoken.DefaultGroup},
+	}
+}
+
+// ensureSecret stores the token's bootstrap Secret when missing.
 func (j *joinInfo) ensureSecret(ctx context.Context, tok jointoken.Token) error {
+	secret, err := bootstraptoken.ToSecret(serverToken(tok))
+	if err != nil {
+		return err
+	}
 	secrets := j.client.CoreV1().Secrets(metav1.NamespaceSystem)
-	name := bootstrapapi.BootstrapTokenSecretPrefix + tok.ID
-	_, err := secrets.Get(ctx, name, metav1.GetOptions{})
+	_, err = secrets.Get(ctx, secret.Name, metav1.GetOptions{})
 	if err == nil || !apierrors.IsNotFound(err) {
 		return err
 	}
-	_, err = secrets.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceSystem},
-		Type:       bootstrapapi.SecretTypeBootstrapToken,
-		StringData: map[string]string{
-			bootstrapapi.BootstrapTokenIDKey:               tok.ID,
-			bootstrapapi.BootstrapTokenSecretKey:           tok.Secret,
-			bootstrapapi.BootstrapTokenDescriptionKey:      "k1s node join token (<data-dir>/server/token)",
-			bootstrapapi.BootstrapTokenUsageAuthentication: "true",
-			bootstrapapi.BootstrapTokenExtraGroupsKey:      "system:bootstrappers:k1s:default-node-token",
-		},
-	}, metav1.CreateOptions{})
+	_, err = secrets.Create(ctx, secret, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}
 	return err
+}
+
+// RotateJoinToken replaces the server's join token (`k1s token rotate`):
+// it stores the new token's bootstrap Secret, rewrites
+// <dataDir>/server/token and node-token, and deletes the old token's
+// Secret, so agents joining with the old token are refused. bearer is the
+// new "<id>.<secret>", or "" for a random one. A server started later
+// reads the new token from its file and keeps it. Agents that have joined
+// hold certificates and need no token. It runs where the server's data
+// dir is, as the user who may write it.
+func RotateJoinToken(ctx context.Context, client kubernetes.Interface, dataDir, bearer string) (jointoken.Token, error) {
+	serverDir := filepath.Join(dataDir, "server")
+	path := filepath.Join(serverDir, joinTokenFiles[0])
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return jointoken.Token{}, fmt.Errorf("--data-dir: no join token at %s: rotate on the server, with its --data-dir", path)
+	}
+	if err != nil {
+		return jointoken.Token{}, fmt.Errorf("--data-dir: %w", err)
+	}
+	old, err := jointoken.Parse(string(data))
+	if err != nil {
+		return jointoken.Token{}, fmt.Errorf("%s: %w", path, err)
+	}
+	// The CA whose bundle the apiserver serves at /cacerts (pki.Ensure
+	// keeps it as <data-dir>/server/tls/server-ca.crt).
+	ca, err := os.ReadFile(filepath.Join(serverDir, "tls", "server-ca.crt"))
+	if err != nil {
+		return jointoken.Token{}, fmt.Errorf("read the server CA: %w", err)
+	}
+	if bearer == "" {
+		if bearer, err = bootstraptoken.Generate(); err != nil {
+			return jointoken.Token{}, err
+		}
+	}
+	tok, err := jointoken.New(ca, bearer)
+	if err != nil {
+		return jointoken.Token{}, fmt.Errorf("--new-token: %w", err)
+	}
+	if tok.ID == old.ID {
+		return jointoken.Token{}, fmt.Errorf("--new-token: the new token has the current token's id %q", old.ID)
+	}
+	secret, err := bootstraptoken.ToSecret(serverToken(tok))
+	if err != nil {
+		return jointoken.Token{}, err
+	}
+	secrets := client.CoreV1().Secrets(metav1.NamespaceSystem)
+	if _, err := secrets.Create(ctx, secret, metav1.CreateOptions{}); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return jointoken.Token{}, fmt.Errorf("--new-token: a bootstrap token with id %q exists already", tok.ID)
+		}
+		return jointoken.Token{}, fmt.Errorf("store the new join token: %w", err)
+	}
+	if err := writeJoinToken(serverDir, tok); err != nil {
+		// Leave no token behind that nothing names.
+		if derr := secrets.Delete(ctx, secret.Name, metav1.DeleteOptions{}); derr != nil && !apierrors.IsNotFound(derr) {
+			return jointoken.Token{}, errors.Join(err, fmt.Errorf("delete the new token's secret %s: %w", secret.Name, derr))
+		}
+		return jointoken.Token{}, err
+	}
+	oldName := bootstraptoken.SecretName(old.ID)
+	if err := secrets.Delete(ctx, oldName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return tok, fmt.Errorf("the join token is rotated, but the old token's secret %s is left: %w", oldName, err)
+	}
+	return tok, nil
 }
 
 // ensureClusterInfo writes the settings agents read and lets every

@@ -12,7 +12,6 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"github.com/k1s/k1s/agent"
@@ -35,20 +34,13 @@ func (s *Server) nodeComponent(cluster *pki.Cluster, local string, apiReady <-ch
 	if s.cfg.ContainerRuntimeEndpoint == "" {
 		embedded = &containerd.Config{DataDir: s.cfg.DataDir}
 	}
-	hostname, _ := os.Hostname()
-	agentDir := filepath.Join(s.cfg.DataDir, "agent")
-	certs, err := cluster.IssueNodeCerts(filepath.Join(agentDir, "tls"), s.cfg.NodeName, hostname, uniqueIPs(s.p.nodeIP, s.p.advertise))
-	if err != nil {
-		return nil, fmt.Errorf("node certificates: %w", err)
-	}
-	kubeconfig := filepath.Join(agentDir, "kubeconfig.yaml")
-	if err := pki.WriteKubeconfig(kubeconfig, local, cluster.ServerCA, certs.Client, 0o600); err != nil {
-		return nil, err
-	}
-	restCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	certs, err := s.nodeCerts(cluster, local)
 	if err != nil {
 		return nil, err
 	}
+	// The in-process clients present the certificates of the files, read
+	// again as they are renewed.
+	restCfg := fileClientConfig(local, cluster.ServerCA, certs.Client)
 	restCfg.QPS, restCfg.Burst = 50, 100
 	// Protobuf as the kubelet's client; the apiserver's handler is called
 	// in process, with the node's certificate as the identity.
@@ -57,14 +49,7 @@ func (s *Server) nodeComponent(cluster *pki.Cluster, local string, apiReady <-ch
 	if restCfg, err = s.inProcess.ClientConfig(restCfg); err != nil {
 		return nil, err
 	}
-	proxyKubeconfig := filepath.Join(agentDir, "kubeproxy.kubeconfig")
-	if err := pki.WriteKubeconfig(proxyKubeconfig, local, cluster.ServerCA, certs.Proxy, 0o600); err != nil {
-		return nil, err
-	}
-	proxyRestCfg, err := clientcmd.BuildConfigFromFlags("", proxyKubeconfig)
-	if err != nil {
-		return nil, err
-	}
+	proxyRestCfg := fileClientConfig(local, cluster.ServerCA, certs.Proxy)
 	proxyRestCfg.QPS, proxyRestCfg.Burst = 50, 100
 	proxyRestCfg.ContentType = k8sruntime.ContentTypeProtobuf
 	proxyRestCfg.AcceptContentTypes = restCfg.AcceptContentTypes
@@ -127,6 +112,21 @@ func (s *Server) nodeComponent(cluster *pki.Cluster, local string, apiReady <-ch
 		return nil, err
 	}
 	return node, nil
+}
+
+// nodeCerts issues this server's node's certificates (again, when they
+// are due) and writes its kubeconfigs, which carry them.
+func (s *Server) nodeCerts(cluster *pki.Cluster, local string) (pki.NodeCerts, error) {
+	hostname, _ := os.Hostname()
+	agentDir := filepath.Join(s.cfg.DataDir, "agent")
+	certs, err := cluster.IssueNodeCerts(filepath.Join(agentDir, "tls"), s.cfg.NodeName, hostname, uniqueIPs(s.p.nodeIP, s.p.advertise))
+	if err != nil {
+		return certs, fmt.Errorf("node certificates: %w", err)
+	}
+	if err := pki.WriteKubeconfig(filepath.Join(agentDir, "kubeconfig.yaml"), local, cluster.ServerCA, certs.Client, 0o600); err != nil {
+		return certs, err
+	}
+	return certs, pki.WriteKubeconfig(filepath.Join(agentDir, "kubeproxy.kubeconfig"), local, cluster.ServerCA, certs.Proxy, 0o600)
 }
 
 // controlPlaneLabeler gives this server's node the control-plane role label

@@ -20,9 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	kubeversion "k8s.io/component-base/version"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/k1s/k1s/agent"
 	"github.com/k1s/k1s/agent/logs"
@@ -125,6 +125,12 @@ type Config struct {
 	// (--concurrent-deployment-syncs, --node-monitor-grace-period ...).
 	// Default: DefaultControllerSettings().
 	Controllers *ControllerSettings
+	// CertificateRenewBefore: a leaf certificate of the server's (its
+	// serving and client certificates, etcd's, its node's) with less time
+	// left is issued again, at start and while the server runs; leaves
+	// live a year. Default 90 days (k3s's). No flag: tests shorten the
+	// wait.
+	CertificateRenewBefore time.Duration
 }
 
 // SetDefaults fills unset fields.
@@ -155,6 +161,9 @@ func (c *Config) SetDefaults() {
 	}
 	if c.WriteKubeconfigMode == 0 {
 		c.WriteKubeconfigMode = 0o600
+	}
+	if c.CertificateRenewBefore == 0 {
+		c.CertificateRenewBefore = pki.DefaultRenewBefore
 	}
 	if c.EtcdClientPort == 0 {
 		c.EtcdClientPort = 2379
@@ -228,6 +237,9 @@ func sortedNames(m map[string]bool) []string {
 func (c *Config) parse() (*parsed, error) {
 	var errs []error
 	p := &parsed{}
+	if c.CertificateRenewBefore < 0 || c.CertificateRenewBefore >= pki.LeafValidity {
+		errs = append(errs, fmt.Errorf("CertificateRenewBefore: %s is not within a leaf's life, %s", c.CertificateRenewBefore, pki.LeafValidity))
+	}
 	if p.bindAddress = net.ParseIP(c.BindAddress); p.bindAddress == nil {
 		errs = append(errs, fmt.Errorf("--bind-address: %q is not an IP address", c.BindAddress))
 	}
@@ -395,28 +407,21 @@ func (s *Server) Run(ctx context.Context) error {
 	firstServiceIP[len(firstServiceIP)-1]++
 
 	hostname, _ := os.Hostname()
-	cluster, err := pki.Ensure(pki.Config{
+	pkiCfg := pki.Config{
 		Dir:           filepath.Join(s.serverDir(), "tls"),
 		Hostname:      hostname,
 		IPs:           []net.IP{s.p.nodeIP, s.p.advertise},
 		ServiceIP:     firstServiceIP,
 		SANs:          s.cfg.TLSSANs,
 		ClusterDomain: s.cfg.ClusterDomain,
-	})
+		RenewBefore:   s.cfg.CertificateRenewBefore,
+	}
+	cluster, err := pki.Ensure(pkiCfg)
 	if err != nil {
 		return fmt.Errorf("PKI: %w", err)
 	}
 	local := fmt.Sprintf("https://127.0.0.1:%d", s.cfg.HTTPSPort)
-	if err := pki.WriteKubeconfig(s.AdminKubeconfigPath(), local, cluster.ServerCA, cluster.Admin, 0o600); err != nil {
-		return err
-	}
-	for name, ck := range map[string]pki.CertKey{"controller": cluster.Controller, "scheduler": cluster.Scheduler} {
-		path := filepath.Join(s.serverDir(), "cred", name+".kubeconfig")
-		if err := pki.WriteKubeconfig(path, local, cluster.ServerCA, ck, 0o600); err != nil {
-			return err
-		}
-	}
-	if err := pki.WriteKubeconfig(s.cfg.WriteKubeconfig, local, cluster.ServerCA, cluster.Admin, s.cfg.WriteKubeconfigMode); err != nil {
+	if err := s.writeKubeconfigs(cluster, local); err != nil {
 		return err
 	}
 
@@ -492,10 +497,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read server CA: %w", err)
 	}
-	controllerConfig, err := clientcmd.BuildConfigFromFlags("", filepath.Join(s.serverDir(), "cred", "controller.kubeconfig"))
-	if err != nil {
-		return fmt.Errorf("controller kubeconfig: %w", err)
-	}
+	// In-process clients present the certificates of the files, read
+	// again as they are renewed.
+	controllerConfig := fileClientConfig(local, cluster.ServerCA, cluster.Controller)
 	// In-process clients call the apiserver's handler directly (no TLS,
 	// no HTTP/2, no gzip).
 	cmConfig := *s.cfg.ControllerManager
@@ -505,11 +509,8 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	last := supervisor.Tier{{Name: "controller-manager", Component: cm}}
-	adminCfg, err := clientcmd.BuildConfigFromFlags("", s.AdminKubeconfigPath())
+	adminCfg, err := s.inProcess.ClientConfig(fileClientConfig(local, cluster.ServerCA, cluster.Admin))
 	if err != nil {
-		return err
-	}
-	if adminCfg, err = s.inProcess.ClientConfig(adminCfg); err != nil {
 		return err
 	}
 	admin, err := kubernetes.NewForConfig(adminCfg)
@@ -535,6 +536,10 @@ func (s *Server) Run(ctx context.Context) error {
 	if dnsIP := net.ParseIP(s.cfg.ClusterDNS); !s.p.disabled[ComponentCoreDNS] && s.p.serviceCIDR.Contains(dnsIP) {
 		last = append(last, supervisor.Named{Name: "kube-dns-service", Component: ignoreCancel{&kubeDNSService{client: admin, ip: dnsIP, retry: time.Second}}})
 	}
+	last = append(last, supervisor.Named{Name: "certificate-renewal", Component: &certRenewer{
+		files: func() []string { return s.leafFiles(cluster) }, renewBefore: s.cfg.CertificateRenewBefore, clock: clock.RealClock{},
+		renew: func(context.Context) error { return s.renewCertificates(pkiCfg, local, node != nil) },
+	}})
 	tiers = append(tiers, last)
 	go func() {
 		select {
@@ -554,6 +559,64 @@ func (s *Server) Run(ctx context.Context) error {
 
 	logger.Info("Starting k1s server", "dataDir", s.cfg.DataDir, "kubeconfig", s.cfg.WriteKubeconfig)
 	return supervisor.New(tiers...).Run(ctx)
+}
+
+// writeKubeconfigs writes the admin, controller and scheduler kubeconfigs
+// (they carry the certificates) and --write-kubeconfig.
+func (s *Server) writeKubeconfigs(cluster *pki.Cluster, local string) error {
+	if err := pki.WriteKubeconfig(s.AdminKubeconfigPath(), local, cluster.ServerCA, cluster.Admin, 0o600); err != nil {
+		return err
+	}
+	for name, ck := range map[string]pki.CertKey{"controller": cluster.Controller, "scheduler": cluster.Scheduler} {
+		path := filepath.Join(s.serverDir(), "cred", name+".kubeconfig")
+		if err := pki.WriteKubeconfig(path, local, cluster.ServerCA, ck, 0o600); err != nil {
+			return err
+		}
+	}
+	return pki.WriteKubeconfig(s.cfg.WriteKubeconfig, local, cluster.ServerCA, cluster.Admin, s.cfg.WriteKubeconfigMode)
+}
+
+// fileClientConfig reaches the apiserver at host as ck's certificate
+// files say; in process, its identity follows the files as they are
+// renewed (loopback.Server.Reload).
+func fileClientConfig(host string, ca *pki.CA, ck pki.CertKey) *rest.Config {
+	return &rest.Config{Host: host, TLSClientConfig: rest.TLSClientConfig{CAFile: ca.CertFile, CertFile: ck.CertFile, KeyFile: ck.KeyFile}}
+}
+
+// leafFiles are the leaf certificates the server keeps: its own and, when
+// it runs a node, the node's.
+func (s *Server) leafFiles(cluster *pki.Cluster) []string {
+	var out []string
+	for _, ck := range []pki.CertKey{cluster.APIServerServing, cluster.APIServerClient, cluster.Admin, cluster.Controller, cluster.Scheduler, cluster.EtcdServer, cluster.EtcdClient} {
+		out = append(out, ck.CertFile)
+	}
+	if !s.cfg.DisableAgent {
+		for _, l := range pki.Leaves {
+			if l.Node {
+				out = append(out, filepath.Join(s.cfg.DataDir, "agent", "tls", l.Name+".crt"))
+			}
+		}
+	}
+	return out
+}
+
+// renewCertificates issues again the leaves that are due (as a start
+// does), rewrites the kubeconfigs and has the in-process clients present
+// the new certificates.
+func (s *Server) renewCertificates(cfg pki.Config, local string, node bool) error {
+	cluster, err := pki.Ensure(cfg)
+	if err != nil {
+		return err
+	}
+	if err := s.writeKubeconfigs(cluster, local); err != nil {
+		return err
+	}
+	if node {
+		if _, err := s.nodeCerts(cluster, local); err != nil {
+			return err
+		}
+	}
+	return s.inProcess.Reload()
 }
 
 // settleTime is how long after the controllers and the node have started

@@ -6,7 +6,9 @@
 // approved and signed by the server's certificate controllers) and, as the
 // node, for its serving certificate (kubernetes.io/kubelet-serving). Keys
 // and certificates are kept in the node's TLS directory: a node that
-// restarts with a valid client certificate joins without its token.
+// restarts with a valid client certificate joins without its token. While
+// the node runs, the Rotator renews both certificates before they expire
+// and ClientCert hands the node's API clients the current one.
 package join
 
 import (
@@ -62,6 +64,10 @@ type Config struct {
 	Dir string
 	// Timeout bounds the wait for each certificate. Default 2m.
 	Timeout time.Duration
+	// RenewAt is when the Rotator renews a certificate valid from
+	// notBefore to notAfter. Default: a random point in 70–90 % of its
+	// life, as kubelet's (tests renew sooner).
+	RenewAt func(notBefore, notAfter time.Time) time.Time
 }
 
 // Credentials are the files a joined node uses.
@@ -71,7 +77,9 @@ type Credentials struct {
 	Serving      pki.CertKey
 }
 
-// Join returns the node's credentials, requesting what is missing.
+// Join returns the node's credentials, requesting what is missing; with
+// RenewFile in Dir (`k1s certificate rotate` on an agent) it renews both
+// certificates, as the node, and removes the file.
 func Join(ctx context.Context, cfg Config) (Credentials, error) {
 	if cfg.Timeout == 0 {
 		cfg.Timeout = 2 * time.Minute
@@ -79,11 +87,7 @@ func Join(ctx context.Context, cfg Config) (Credentials, error) {
 	if err := os.MkdirAll(cfg.Dir, 0o700); err != nil {
 		return Credentials{}, fmt.Errorf("create %s: %w", cfg.Dir, err)
 	}
-	creds := Credentials{
-		ServerCAFile: filepath.Join(cfg.Dir, "server-ca.crt"),
-		Client:       pki.CertKey{CertFile: filepath.Join(cfg.Dir, "client-agent.crt"), KeyFile: filepath.Join(cfg.Dir, "client-agent.key")},
-		Serving:      pki.CertKey{CertFile: filepath.Join(cfg.Dir, "serving-agent.crt"), KeyFile: filepath.Join(cfg.Dir, "serving-agent.key")},
-	}
+	creds := credentials(cfg.Dir)
 	ca, err := serverCA(ctx, cfg)
 	if err != nil {
 		return Credentials{}, err
@@ -92,8 +96,18 @@ func Join(ctx context.Context, cfg Config) (Credentials, error) {
 		return Credentials{}, err
 	}
 	logger := klog.FromContext(ctx)
-	clientSubject := pkix.Name{CommonName: "system:node:" + cfg.NodeName, Organization: []string{"system:nodes"}}
-	if !valid(creds.Client.CertFile, clientSubject, nil, nil) {
+	renewFile := filepath.Join(cfg.Dir, RenewFile)
+	_, err = os.Stat(renewFile)
+	renew := err == nil
+	client := clientSpec(cfg.NodeName)
+	// A renewal with a valid client certificate is the node's own, as the
+	// rotator's: no token needed.
+	asNode := func() (kubernetes.Interface, error) {
+		return kubernetes.NewForConfig(&rest.Config{Host: cfg.Server,
+			TLSClientConfig: rest.TLSClientConfig{CAData: ca, CertFile: creds.Client.CertFile, KeyFile: creds.Client.KeyFile}})
+	}
+	switch {
+	case !valid(creds.Client, client):
 		if cfg.Token == "" {
 			return Credentials{}, errors.New("--token: required: the node has no valid client certificate yet")
 		}
@@ -106,30 +120,83 @@ func Join(ctx context.Context, cfg Config) (Credentials, error) {
 			return Credentials{}, err
 		}
 		logger.Info("Requesting the node's client certificate", "node", cfg.NodeName)
-		err = request(ctx, boot, creds.Client, clientSubject, nil, nil, certificatesv1.KubeAPIServerClientKubeletSignerName,
-			[]certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth}, cfg.Timeout)
-		if err != nil {
+		if err := obtain(ctx, boot, creds.Client, client, cfg.Timeout, false); err != nil {
+			if apierrors.IsUnauthorized(err) {
+				return Credentials{}, fmt.Errorf("client certificate: the server refused the join token (unknown, expired or deleted): %w", err)
+			}
 			return Credentials{}, fmt.Errorf("client certificate: %w", err)
 		}
+	case renew:
+		node, err := asNode()
+		if err != nil {
+			return Credentials{}, err
+		}
+		logger.Info("Renewing the node's client certificate", "node", cfg.NodeName, "file", renewFile)
+		if err := obtain(ctx, node, creds.Client, client, cfg.Timeout, true); err != nil {
+			return Credentials{}, fmt.Errorf("renew the client certificate: %w", err)
+		}
 	}
-	// The node's name and addresses only: the approver cannot tell a
-	// first-joining node's hostname from a name it has no right to, and
-	// the apiserver reaches the node by address.
-	dns := []string{cfg.NodeName}
-	if !valid(creds.Serving.CertFile, clientSubject, dns, cfg.NodeIPs) {
-		node, err := kubernetes.NewForConfig(&rest.Config{Host: cfg.Server,
-			TLSClientConfig: rest.TLSClientConfig{CAData: ca, CertFile: creds.Client.CertFile, KeyFile: creds.Client.KeyFile}})
+	serving := servingSpec(cfg.NodeName, cfg.NodeIPs)
+	if renew || !valid(creds.Serving, serving) {
+		node, err := asNode()
 		if err != nil {
 			return Credentials{}, err
 		}
 		logger.Info("Requesting the node's serving certificate", "node", cfg.NodeName, "ips", cfg.NodeIPs)
-		err = request(ctx, node, creds.Serving, clientSubject, dns, cfg.NodeIPs, certificatesv1.KubeletServingSignerName,
-			[]certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth}, cfg.Timeout)
-		if err != nil {
+		if err := obtain(ctx, node, creds.Serving, serving, cfg.Timeout, renew); err != nil {
 			return Credentials{}, fmt.Errorf("serving certificate: %w", err)
 		}
 	}
+	if renew {
+		if err := os.Remove(renewFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return Credentials{}, err
+		}
+	}
 	return creds, nil
+}
+
+// RenewFile, in the node's TLS directory, asks the next Join to renew the
+// node's certificates although they are valid.
+const RenewFile = "renew"
+
+// credentials names the files kept in dir.
+func credentials(dir string) Credentials {
+	return Credentials{
+		ServerCAFile: filepath.Join(dir, "server-ca.crt"),
+		Client:       pki.CertKey{CertFile: filepath.Join(dir, "client-agent.crt"), KeyFile: filepath.Join(dir, "client-agent.key")},
+		Serving:      pki.CertKey{CertFile: filepath.Join(dir, "serving-agent.crt"), KeyFile: filepath.Join(dir, "serving-agent.key")},
+	}
+}
+
+// csrSpec is what a certificate request asks for.
+type csrSpec struct {
+	subject pkix.Name
+	dns     []string
+	ips     []net.IP
+	signer  string
+	usages  []certificatesv1.KeyUsage
+}
+
+// clientSpec is the node's client certificate: system:node:<name>.
+func clientSpec(node string) csrSpec {
+	return csrSpec{
+		subject: pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}},
+		signer:  certificatesv1.KubeAPIServerClientKubeletSignerName,
+		usages:  []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageClientAuth},
+	}
+}
+
+// servingSpec is the node's serving certificate: the node's name and
+// addresses only (the approver cannot tell a first-joining node's
+// hostname from a name it has no right to, and the apiserver reaches the
+// node by address).
+func servingSpec(node string, ips []net.IP) csrSpec {
+	return csrSpec{
+		subject: pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}},
+		dns:     []string{node}, ips: ips,
+		signer: certificatesv1.KubeletServingSignerName,
+		usages: []certificatesv1.KeyUsage{certificatesv1.UsageDigitalSignature, certificatesv1.UsageServerAuth},
+	}
 }
 
 // serverCA is --ca-file, or the bundle the server serves at /cacerts once
@@ -178,31 +245,28 @@ func serverCA(ctx context.Context, cfg Config) ([]byte, error) {
 	return ca, nil
 }
 
-// valid reports whether the certificate at path exists, has the subject
-// and names, and has over a tenth of its life left.
-func valid(path string, subject pkix.Name, dns []string, ips []net.IP) bool {
-	data, err := os.ReadFile(path)
+// valid reports whether the pair at ck exists, the certificate matches its
+// key, has spec's subject and names, and has over a tenth of its life
+// left.
+func valid(ck pki.CertKey, spec csrSpec) bool {
+	pair, err := tls.LoadX509KeyPair(ck.CertFile, ck.KeyFile)
 	if err != nil {
 		return false
 	}
-	b, _ := pem.Decode(data)
-	if b == nil {
-		return false
-	}
-	c, err := x509.ParseCertificate(b.Bytes)
-	if err != nil || c.Subject.CommonName != subject.CommonName {
+	c := pair.Leaf
+	if c == nil || c.Subject.CommonName != spec.subject.CommonName {
 		return false
 	}
 	now := time.Now()
 	if now.After(c.NotAfter.Add(-c.NotAfter.Sub(c.NotBefore) / 10)) {
 		return false
 	}
-	for _, d := range dns {
+	for _, d := range spec.dns {
 		if c.VerifyHostname(d) != nil {
 			return false
 		}
 	}
-	for _, ip := range ips {
+	for _, ip := range spec.ips {
 		if c.VerifyHostname(ip.String()) != nil {
 			return false
 		}
@@ -210,42 +274,52 @@ func valid(path string, subject pkix.Name, dns []string, ips []net.IP) bool {
 	return true
 }
 
-// request makes a key (or reuses the one on disk), asks for its
-// certificate with a CSR, waits for it to be issued and writes both.
-func request(ctx context.Context, client kubernetes.Interface, out pki.CertKey, subject pkix.Name, dns []string, ips []net.IP,
-	signer string, usages []certificatesv1.KeyUsage, timeout time.Duration) error {
-	key, keyPEM, err := loadOrNewKey(out.KeyFile)
+// obtain asks for spec's certificate with a new key (fresh), or the one
+// on disk, and writes both once it is issued (pki.WriteKeyPair).
+func obtain(ctx context.Context, client kubernetes.Interface, out pki.CertKey, spec csrSpec, timeout time.Duration, fresh bool) error {
+	var key crypto.Signer
+	var keyPEM []byte
+	var err error
+	if fresh {
+		key, keyPEM, err = newKey()
+	} else {
+		key, keyPEM, err = loadOrNewKey(out.KeyFile)
+	}
 	if err != nil {
 		return err
 	}
-	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: subject, DNSNames: dns, IPAddresses: ips}, key)
+	cert, err := request(ctx, client, key, spec, timeout)
 	if err != nil {
-		return fmt.Errorf("certificate request: %w", err)
+		return err
+	}
+	return pki.WriteKeyPair(out.CertFile, out.KeyFile, cert, keyPEM)
+}
+
+// request asks for spec's certificate for key with a CSR and waits up to
+// timeout for it to be issued.
+func request(ctx context.Context, client kubernetes.Interface, key crypto.Signer, spec csrSpec, timeout time.Duration) ([]byte, error) {
+	der, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: spec.subject, DNSNames: spec.dns, IPAddresses: spec.ips}, key)
+	if err != nil {
+		return nil, fmt.Errorf("certificate request: %w", err)
 	}
 	csrs := client.CertificatesV1().CertificateSigningRequests()
 	created, err := csrs.Create(ctx, &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: "node-csr-"},
 		Spec: certificatesv1.CertificateSigningRequestSpec{
 			Request:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: der}),
-			SignerName: signer, Usages: usages,
+			SignerName: spec.signer, Usages: spec.usages,
 		},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		if apierrors.IsUnauthorized(err) {
-			return fmt.Errorf("the server refused the join token (unknown, expired or deleted): %w", err)
-		}
-		return fmt.Errorf("create the certificate request: %w", err)
+		return nil, fmt.Errorf("create the certificate request: %w", err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	cert, err := waitIssued(wctx, client, created.Name)
 	if err != nil {
-		return fmt.Errorf("certificate request %s: %w", created.Name, err)
+		return nil, fmt.Errorf("certificate request %s: %w", created.Name, err)
 	}
-	if err := pki.WriteFileAtomic(out.KeyFile, keyPEM, 0o600); err != nil {
-		return err
-	}
-	return pki.WriteFileAtomic(out.CertFile, cert, 0o644)
+	return cert, nil
 }
 
 func waitIssued(ctx context.Context, client kubernetes.Interface, name string) ([]byte, error) {
@@ -291,6 +365,10 @@ func loadOrNewKey(path string) (crypto.Signer, []byte, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, err
 	}
+	return newKey()
+}
+
+func newKey() (crypto.Signer, []byte, error) {
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, err

@@ -30,6 +30,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+
+	"github.com/k1s/k1s/internal/pki"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -292,6 +294,44 @@ func TestRunTLS(t *testing.T) {
 			}
 		})
 	}
+
+	// A renewed serving certificate, written over the files as the node's
+	// rotator writes it (key, then certificate, each renamed into place),
+	// is presented on new connections; a connection made before goes on.
+	t.Run("renewed serving certificate", func(t *testing.T) {
+		apiClient := client(clientCA, "system:k1s-apiserver", "system:k1s-apiservers")
+		if code, _ := get(apiClient, api+"/healthz", ""); code != 200 {
+			t.Fatalf("healthz: %d", code)
+		}
+		newCert, newKey := serverCA.issue(t, "node-1", nil, true)
+		if err := pki.WriteFileAtomic(cfg.TLSPrivateKeyFile, newKey, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := pki.WriteFileAtomic(cfg.TLSCertFile, newCert, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		block, _ := pem.Decode(newCert)
+		want, _ := x509.ParseCertificate(block.Bytes)
+		deadline := time.Now().Add(90 * time.Second) // the file watch, or the minute's poll
+		for {
+			conn, err := tls.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", cfg.Port), &tls.Config{RootCAs: roots})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := conn.ConnectionState().PeerCertificates[0]
+			conn.Close()
+			if got.Equal(want) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("still serving serial %s, want %s", got.SerialNumber, want.SerialNumber)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		if code, _ := get(apiClient, api+"/healthz", ""); code != 200 {
+			t.Fatalf("healthz on the connection made before: %d", code)
+		}
+	})
 
 	// The access reviews named the node, the subresource and the user with
 	// the groups from the certificate.

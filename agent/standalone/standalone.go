@@ -21,8 +21,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	kubeversion "k8s.io/component-base/version"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"github.com/k1s/k1s/agent"
 	"github.com/k1s/k1s/agent/dns"
@@ -152,22 +154,29 @@ func (a *Agent) Run(ctx context.Context) error {
 		token = strings.TrimSpace(string(data))
 	}
 	agentDir := filepath.Join(cfg.DataDir, "agent")
-	creds, err := join.Join(ctx, join.Config{
+	joinCfg := join.Config{
 		Server: cfg.Server, Token: token, CAFile: cfg.CAFile,
 		NodeName: name, Hostname: hostname, NodeIPs: []net.IP{nodeIP},
 		Dir: filepath.Join(agentDir, "tls"),
-	})
+	}
+	creds, err := join.Join(ctx, joinCfg)
 	if err != nil {
 		return fmt.Errorf("join %s: %w", cfg.Server, err)
 	}
-	kubeconfig := filepath.Join(agentDir, "kubeconfig.yaml")
-	if err := pki.WriteKubeconfig(kubeconfig, cfg.Server, &pki.CA{CertFile: creds.ServerCAFile}, creds.Client, 0o600); err != nil {
-		return err
-	}
-	restCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	// The node's clients present the client certificate the rotator
+	// keeps renewed; the kubeconfig, for an operator, names its files.
+	clientCert, err := join.NewClientCert(creds, clock.RealClock{})
 	if err != nil {
 		return err
 	}
+	rotator, err := join.NewRotator(joinCfg, creds, clientCert, clock.RealClock{})
+	if err != nil {
+		return err
+	}
+	if err := writeKubeconfig(filepath.Join(agentDir, "kubeconfig.yaml"), cfg.Server, creds); err != nil {
+		return err
+	}
+	restCfg := clientCert.RESTConfig(cfg.Server)
 	restCfg.QPS, restCfg.Burst = 50, 100
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
@@ -236,7 +245,32 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	logger.Info("Starting k1s agent", "server", cfg.Server, "node", name, "nodeIP", nodeIP, "dataDir", cfg.DataDir)
 	go trimAfterStartup(ctx, node.Ready())
-	return node.Run(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	rotated := make(chan struct{})
+	go func() {
+		defer close(rotated)
+		_ = rotator.Run(ctx) // nil once ctx ends; failures are logged and retried
+	}()
+	err = node.Run(ctx)
+	cancel()
+	<-rotated
+	return err
+}
+
+// writeKubeconfig writes a kubeconfig naming the node's certificate files,
+// so that it stays valid as they are renewed.
+func writeKubeconfig(path, server string, creds join.Credentials) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["default"] = &clientcmdapi.Cluster{Server: server, CertificateAuthority: creds.ServerCAFile}
+	cfg.AuthInfos["default"] = &clientcmdapi.AuthInfo{ClientCertificate: creds.Client.CertFile, ClientKey: creds.Client.KeyFile}
+	cfg.Contexts["default"] = &clientcmdapi.Context{Cluster: "default", AuthInfo: "default"}
+	cfg.CurrentContext = "default"
+	data, err := clientcmd.Write(*cfg)
+	if err != nil {
+		return fmt.Errorf("encode kubeconfig: %w", err)
+	}
+	return pki.WriteFileAtomic(path, data, 0o600)
 }
 
 // nodeName is --node-name or the hostname, with the node id appended when

@@ -1,8 +1,14 @@
 package standalone
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/k1s/k1s/agent/join"
+	"github.com/k1s/k1s/internal/pki"
 
 	"github.com/k1s/k1s/internal/jointoken"
 )
@@ -57,5 +63,28 @@ func TestSettings(t *testing.T) {
 		if _, _, _, _, err := settings(info); err == nil || !strings.Contains(err.Error(), key) {
 			t.Errorf("%s=%q: %v, want an error naming it", key, bad, err)
 		}
+	}
+}
+
+// TestWriteKubeconfig: the agent's kubeconfig names the certificate
+// files, so that it follows their renewals.
+func TestWriteKubeconfig(t *testing.T) {
+	dir := t.TempDir()
+	creds := join.Credentials{ServerCAFile: filepath.Join(dir, "server-ca.crt"),
+		Client: pki.CertKey{CertFile: filepath.Join(dir, "client-agent.crt"), KeyFile: filepath.Join(dir, "client-agent.key")}}
+	path := filepath.Join(dir, "kubeconfig.yaml")
+	if err := writeKubeconfig(path, "https://192.0.2.1:6443", creds); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := cfg.Contexts[cfg.CurrentContext]
+	cluster, user := cfg.Clusters[ctx.Cluster], cfg.AuthInfos[ctx.AuthInfo]
+	if cluster.Server != "https://192.0.2.1:6443" || cluster.CertificateAuthority != creds.ServerCAFile ||
+		user.ClientCertificate != creds.Client.CertFile || user.ClientKey != creds.Client.KeyFile ||
+		len(user.ClientCertificateData) > 0 || len(cluster.CertificateAuthorityData) > 0 {
+		t.Errorf("kubeconfig: cluster %+v, user %+v", cluster, user)
 	}
 }

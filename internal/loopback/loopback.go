@@ -23,8 +23,10 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -49,6 +51,58 @@ type Server struct {
 	mu      sync.RWMutex
 	handler http.Handler
 	stopped bool
+	// fromFiles are the identities of clients made with a certificate
+	// file, which Reload reads again.
+	fromFiles []*identity
+}
+
+// identity is the client certificate chain the requests of one client
+// present; a chain from a file is replaced by Reload.
+type identity struct {
+	file  string
+	state atomic.Pointer[tls.ConnectionState]
+}
+
+func newIdentity(file string, chain []*x509.Certificate) *identity {
+	id := &identity{file: file}
+	id.set(chain)
+	return id
+}
+
+func (id *identity) set(chain []*x509.Certificate) {
+	id.state.Store(&tls.ConnectionState{Version: tls.VersionTLS13, HandshakeComplete: true, PeerCertificates: chain})
+}
+
+// Reload reads again the client certificates of the clients ClientConfig
+// made from a certificate file (the server renews them while it runs):
+// their later requests present the new ones, those under way keep theirs.
+// A file that cannot be read keeps its client's previous certificate.
+func (s *Server) Reload() error {
+	s.mu.RLock()
+	ids := slices.Clone(s.fromFiles)
+	s.mu.RUnlock()
+	var errs []error
+	for _, id := range ids {
+		chain, err := readChain(id.file)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		id.set(chain)
+	}
+	return errors.Join(errs...)
+}
+
+func readChain(file string) ([]*x509.Certificate, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("in-process client: read client certificate: %w", err)
+	}
+	chain, err := certutil.ParseCertsPEM(b)
+	if err != nil {
+		return nil, fmt.Errorf("in-process client: client certificate %s: %w", file, err)
+	}
+	return chain, nil
 }
 
 // NewServer returns a Server that has no handler yet: requests wait until
@@ -99,36 +153,36 @@ func (s *Server) current(ctx context.Context) (http.Handler, error) {
 // when chain is empty (the request then authenticates by its headers,
 // e.g. a bearer token).
 func (s *Server) Transport(chain []*x509.Certificate) http.RoundTripper {
-	return &transport{server: s, tls: &tls.ConnectionState{
-		Version:           tls.VersionTLS13,
-		HandshakeComplete: true,
-		PeerCertificates:  chain,
-	}}
+	return &transport{server: s, id: newIdentity("", chain)}
 }
 
 // ClientConfig returns a copy of cfg whose requests go to s. The identity
-// of cfg is kept: its client certificate (file or data) travels as the
-// request's peer certificate, a bearer token or basic auth as headers.
-// The server CA and TLS settings are dropped, as nothing is dialled.
+// of cfg is kept: its client certificate travels as the request's peer
+// certificate (one from a file is read again by Reload), a bearer token
+// or basic auth as headers. The server CA and TLS settings are dropped,
+// as nothing is dialled.
 func (s *Server) ClientConfig(cfg *rest.Config) (*rest.Config, error) {
 	out := rest.CopyConfig(cfg)
-	var chain []*x509.Certificate
-	if out.CertData != nil || out.CertFile != "" {
-		certPEM := out.CertData
-		if certPEM == nil {
-			b, err := os.ReadFile(out.CertFile)
-			if err != nil {
-				return nil, fmt.Errorf("in-process client: read client certificate: %w", err)
-			}
-			certPEM = b
+	id := newIdentity("", nil)
+	switch {
+	case out.CertData != nil:
+		chain, err := certutil.ParseCertsPEM(out.CertData)
+		if err != nil {
+			return nil, fmt.Errorf("in-process client: client certificate: %w", err)
 		}
-		var err error
-		if chain, err = certutil.ParseCertsPEM(certPEM); err != nil {
-			return nil, fmt.Errorf("in-process client: client certificate %s: %w", out.CertFile, err)
+		id.set(chain)
+	case out.CertFile != "":
+		chain, err := readChain(out.CertFile)
+		if err != nil {
+			return nil, err
 		}
+		id = newIdentity(out.CertFile, chain)
+		s.mu.Lock()
+		s.fromFiles = append(s.fromFiles, id)
+		s.mu.Unlock()
 	}
 	out.TLSClientConfig = rest.TLSClientConfig{}
-	out.Transport = s.Transport(chain)
+	out.Transport = &transport{server: s, id: id}
 	// Nothing to compress between two goroutines.
 	out.DisableCompression = true
 	return out, nil
@@ -136,7 +190,7 @@ func (s *Server) ClientConfig(cfg *rest.Config) (*rest.Config, error) {
 
 type transport struct {
 	server *Server
-	tls    *tls.ConnectionState
+	id     *identity
 }
 
 // RoundTrip serves req with the apiserver's handler in a new goroutine.
@@ -151,7 +205,7 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	ctx, cancel := context.WithCancel(req.Context())
 	sreq := req.Clone(ctx)
-	sreq.TLS = t.tls
+	sreq.TLS = t.id.state.Load()
 	sreq.RemoteAddr = "127.0.0.1:0"
 	sreq.RequestURI = req.URL.RequestURI()
 	sreq.Proto, sreq.ProtoMajor, sreq.ProtoMinor = "HTTP/1.1", 1, 1

@@ -14,6 +14,8 @@ import (
 	"io"
 	"math/big"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -112,6 +114,55 @@ func TestClientConfigIdentity(t *testing.T) {
 	if _, err := s.ClientConfig(&rest.Config{TLSClientConfig: rest.TLSClientConfig{CertFile: "/nonexistent/cert.pem"}}); err == nil ||
 		!strings.Contains(err.Error(), "client certificate") {
 		t.Errorf("ClientConfig with a missing certificate file: %v", err)
+	}
+}
+
+// TestReload: a client made from a certificate file presents the file's
+// new certificate once Reload has read it; one made from data keeps its
+// own; a file gone keeps the previous certificate and is reported.
+func TestReload(t *testing.T) {
+	s := NewServer()
+	s.Serve(whoami)
+	file := filepath.Join(t.TempDir(), "client.crt")
+	if err := os.WriteFile(file, selfSigned(t, "first"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fromFile, err := s.ClientConfig(&rest.Config{Host: "https://127.0.0.1:6443", TLSClientConfig: rest.TLSClientConfig{CertFile: file, KeyFile: "unused"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromData, err := s.ClientConfig(&rest.Config{Host: "https://127.0.0.1:6443", TLSClientConfig: rest.TLSClientConfig{CertData: selfSigned(t, "data")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, step := range []struct {
+		name    string
+		write   []byte // nil: remove the file
+		fileCN  string
+		wantErr bool
+	}{
+		{name: "renewed", write: selfSigned(t, "second"), fileCN: "second"},
+		{name: "renewed again", write: selfSigned(t, "third"), fileCN: "third"},
+		{name: "file gone", fileCN: "third", wantErr: true},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			if step.write != nil {
+				if err := os.WriteFile(file, step.write, 0o600); err != nil {
+					t.Fatal(err)
+				}
+			} else if err := os.Remove(file); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Reload(); (err != nil) != step.wantErr {
+				t.Fatalf("Reload: %v, want error %v", err, step.wantErr)
+			}
+			if _, body := get(t, fromFile, "/"); !strings.HasPrefix(body, "cn="+step.fileCN+" ") {
+				t.Errorf("client from the file: %q, want cn=%s", body, step.fileCN)
+			}
+			if _, body := get(t, fromData, "/"); !strings.HasPrefix(body, "cn=data ") {
+				t.Errorf("client from data: %q", body)
+			}
+		})
 	}
 }
 

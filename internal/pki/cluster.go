@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -39,6 +40,9 @@ type Config struct {
 	SANs []string
 	// ClusterDomain is the DNS domain of services. Default: cluster.local.
 	ClusterDomain string
+	// RenewBefore: a leaf with less time left is issued again (by Ensure
+	// and IssueNodeCerts). Default DefaultRenewBefore, 90 days.
+	RenewBefore time.Duration
 }
 
 // Validate reports configuration errors naming the offending flag.
@@ -70,6 +74,8 @@ type Cluster struct {
 	Scheduler        CertKey
 	// APIServerClient is what the apiserver presents to node agents.
 	APIServerClient CertKey
+
+	renewBefore time.Duration
 }
 
 // Ensure creates what is missing under cfg.Dir and returns the cluster PKI.
@@ -79,6 +85,9 @@ func Ensure(cfg Config) (*Cluster, error) {
 	}
 	if cfg.ClusterDomain == "" {
 		cfg.ClusterDomain = "cluster.local"
+	}
+	if cfg.RenewBefore == 0 {
+		cfg.RenewBefore = DefaultRenewBefore
 	}
 	if cfg.Hostname == "" {
 		h, err := os.Hostname()
@@ -90,7 +99,7 @@ func Ensure(cfg Config) (*Cluster, error) {
 	if err := os.MkdirAll(filepath.Join(cfg.Dir, "etcd"), 0o700); err != nil {
 		return nil, fmt.Errorf("create PKI directory %s (check --data-dir is writable): %w", cfg.Dir, err)
 	}
-	c := &Cluster{Dir: cfg.Dir}
+	c := &Cluster{Dir: cfg.Dir, renewBefore: cfg.RenewBefore}
 	var err error
 	if c.ServerCA, err = loadOrCreateCA(cfg.Dir, "server-ca", "k1s-server-ca"); err != nil {
 		return nil, err
@@ -137,7 +146,7 @@ func Ensure(cfg Config) (*Cluster, error) {
 		{c.EtcdCA, etcdDir, "client", LeafSpec{CommonName: "etcd-client", Client: true}, &c.EtcdClient},
 	}
 	for _, l := range leaves {
-		ck, err := l.ca.ensureLeaf(l.dir, l.name, l.spec)
+		ck, err := l.ca.ensureLeaf(l.dir, l.name, l.spec, c.renewBefore)
 		if err != nil {
 			return nil, err
 		}
@@ -211,11 +220,11 @@ func (c *Cluster) IssueNodeCerts(dir, nodeName, hostname string, ips []net.IP) (
 	}
 	client, err := c.ClientCA.ensureLeaf(dir, "client-agent", LeafSpec{
 		CommonName: "system:node:" + nodeName, Organization: []string{"system:nodes"}, Client: true,
-	})
+	}, c.renewBefore)
 	if err != nil {
 		return NodeCerts{}, err
 	}
-	proxy, err := c.ClientCA.ensureLeaf(dir, "client-kube-proxy", LeafSpec{CommonName: "system:kube-proxy", Client: true})
+	proxy, err := c.ClientCA.ensureLeaf(dir, "client-kube-proxy", LeafSpec{CommonName: "system:kube-proxy", Client: true}, c.renewBefore)
 	if err != nil {
 		return NodeCerts{}, err
 	}
@@ -225,7 +234,7 @@ func (c *Cluster) IssueNodeCerts(dir, nodeName, hostname string, ips []net.IP) (
 	}
 	serving, err := c.ServerCA.ensureLeaf(dir, "serving-agent", LeafSpec{
 		CommonName: nodeName, DNSNames: dns, IPs: uniqueIPs(append([]net.IP{net.IPv4(127, 0, 0, 1)}, ips...)), Server: true,
-	})
+	}, c.renewBefore)
 	if err != nil {
 		return NodeCerts{}, err
 	}

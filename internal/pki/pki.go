@@ -37,8 +37,9 @@ const (
 	CAValidity = 10 * 365 * 24 * time.Hour
 	// LeafValidity is how long a generated serving or client certificate is valid.
 	LeafValidity = 365 * 24 * time.Hour
-	// renewBefore is how close to expiry a leaf is re-issued at start.
-	renewBefore = 90 * 24 * time.Hour
+	// DefaultRenewBefore is how close to its expiry a leaf is re-issued
+	// (Config.RenewBefore's default; k3s's 90 days).
+	DefaultRenewBefore = 90 * 24 * time.Hour
 )
 
 // CA is a certificate authority whose key is on disk.
@@ -99,7 +100,7 @@ func loadOrCreateCA(dir, name, commonName string) (*CA, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := writeKeyPair(ca.CertFile, ca.KeyFile, pemCert(der), keyPEM); err != nil {
+	if err := WriteKeyPair(ca.CertFile, ca.KeyFile, pemCert(der), keyPEM); err != nil {
 		return nil, err
 	}
 	ca.Cert, ca.Key = caCert, key
@@ -129,13 +130,17 @@ type LeafSpec struct {
 	Client       bool
 }
 
-// ensureLeaf writes dir/name.{crt,key} signed by ca unless a matching,
-// still-valid certificate is already there.
-func (ca *CA) ensureLeaf(dir, name string, spec LeafSpec) (CertKey, error) {
+// ensureLeaf writes dir/name.{crt,key} signed by ca unless a matching
+// certificate with at least renewBefore (0: DefaultRenewBefore) left is
+// already there.
+func (ca *CA) ensureLeaf(dir, name string, spec LeafSpec, renewBefore time.Duration) (CertKey, error) {
+	if renewBefore == 0 {
+		renewBefore = DefaultRenewBefore
+	}
 	ck := CertKey{CertFile: filepath.Join(dir, name+".crt"), KeyFile: filepath.Join(dir, name+".key")}
 	if ok, _ := cert.CanReadCertAndKey(ck.CertFile, ck.KeyFile); ok {
 		certs, err := cert.CertsFromFile(ck.CertFile)
-		if err == nil && leafMatches(certs[0], ca, spec) {
+		if err == nil && leafMatches(certs[0], ca, spec, renewBefore) {
 			return ck, nil
 		}
 	}
@@ -147,7 +152,7 @@ func (ca *CA) ensureLeaf(dir, name string, spec LeafSpec) (CertKey, error) {
 	if err != nil {
 		return ck, fmt.Errorf("issue certificate %s: %w", name, err)
 	}
-	return ck, writeKeyPair(ck.CertFile, ck.KeyFile, pemCert(der), keyPEM)
+	return ck, WriteKeyPair(ck.CertFile, ck.KeyFile, pemCert(der), keyPEM)
 }
 
 // Sign issues a certificate for pub. It is used for node certificates that
@@ -182,7 +187,7 @@ func (ca *CA) sign(pub crypto.PublicKey, spec LeafSpec) ([]byte, error) {
 	return x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, pub, ca.Key)
 }
 
-func leafMatches(c *x509.Certificate, ca *CA, spec LeafSpec) bool {
+func leafMatches(c *x509.Certificate, ca *CA, spec LeafSpec, renewBefore time.Duration) bool {
 	if time.Until(c.NotAfter) < renewBefore {
 		return false
 	}
@@ -237,13 +242,29 @@ func pemCert(der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: cert.CertificateBlockType, Bytes: der})
 }
 
-// writeKeyPair writes the key first, then the certificate, each atomically,
-// so a crash never leaves a certificate without its key.
-func writeKeyPair(certFile, keyFile string, certPEM, keyPEM []byte) error {
-	if err := WriteFileAtomic(keyFile, keyPEM, 0o600); err != nil {
+// WriteKeyPair replaces a certificate and its key: both are written to
+// temporary files first, then renamed into place, the key first, so that
+// a crash never leaves a certificate without its key and a reader that
+// watches the files (a server reloading its certificate) sees them
+// mismatched for as short a time as can be.
+func WriteKeyPair(certFile, keyFile string, certPEM, keyPEM []byte) error {
+	keyTmp, err := writeTemp(keyFile, keyPEM, 0o600)
+	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(certFile, certPEM, 0o644)
+	defer os.Remove(keyTmp)
+	certTmp, err := writeTemp(certFile, certPEM, 0o644)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(certTmp)
+	if err := os.Rename(keyTmp, keyFile); err != nil {
+		return fmt.Errorf("write %s: %w", keyFile, err)
+	}
+	if err := os.Rename(certTmp, certFile); err != nil {
+		return fmt.Errorf("write %s: %w", certFile, err)
+	}
+	return nil
 }
 
 // WriteFileAtomic writes data to path through a temporary file and a rename,
@@ -255,30 +276,42 @@ func WriteFileAtomic(path string, data []byte, mode os.FileMode) error {
 	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, data) {
 		return os.Chmod(path, mode)
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	tmp, err := writeTemp(path, data, mode)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return err
 	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Chmod(mode); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	defer os.Remove(tmp)
+	if err := os.Rename(tmp, path); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
+}
+
+// writeTemp writes data, synced, to a new temporary file beside path (its
+// directory made if missing) and returns its name.
+func writeTemp(path string, data []byte, mode os.FileMode) (string, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", fmt.Errorf("create directory for %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err != nil {
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	err = tmp.Chmod(mode)
+	if err == nil {
+		_, err = tmp.Write(data)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return "", fmt.Errorf("write %s: %w", path, err)
+	}
+	return tmp.Name(), nil
 }
 
 // ErrNoCA is returned when a CA was expected on disk and is missing.

@@ -405,7 +405,7 @@ func TestEnsureReissue(t *testing.T) {
 				if err := leaf.CheckSignatureFrom(ck.ca.Cert); err != nil {
 					t.Errorf("%s: %v", ck.ck.CertFile, err)
 				}
-				if time.Until(leaf.NotAfter) < renewBefore {
+				if time.Until(leaf.NotAfter) < DefaultRenewBefore {
 					t.Errorf("%s still expires at %v", ck.ck.CertFile, leaf.NotAfter)
 				}
 				if _, err := tlsPair(ck.ck); err != nil {
@@ -450,7 +450,7 @@ func replaceLeaf(t *testing.T, dir, name, caName string, notAfter time.Time, cn 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeKeyPair(filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key"), pemCert(der), keyPEM); err != nil {
+	if err := WriteKeyPair(filepath.Join(dir, name+".crt"), filepath.Join(dir, name+".key"), pemCert(der), keyPEM); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,6 +1,7 @@
-// Package app builds the k1s command line: `k1s server`, `k1s kubectl` and
-// the other subcommands, with flags, a YAML config file whose keys are the
-// flag names, and K1S_* environment variables.
+// Package app builds the k1s command line: `k1s server`, `k1s agent`,
+// `k1s kubectl`, `k1s token` and the other subcommands, with flags, a YAML
+// config file whose keys are the flag names, and K1S_* environment
+// variables.
 package app
 
 import (
@@ -42,6 +43,8 @@ func New() *cli.App {
 			containerdCommand(),
 			imagesCommand(),
 			killallCommand(),
+			tokenCommand(),
+			certificateCommand(),
 		},
 	}
 }

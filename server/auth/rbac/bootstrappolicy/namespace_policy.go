@@ -34,6 +34,12 @@ func NamespaceRoles() map[string][]rbacv1.Role {
 			),
 			role("kube-system", "system::leader-locking-kube-controller-manager", leaderLockingRules()...),
 			role("kube-system", "system::leader-locking-kube-scheduler", leaderLockingRules()...),
+			// The token-cleaner deletes expired bootstrap tokens, which live
+			// in kube-system only: a Role there, as upstream's.
+			role("kube-system", ControllerRolePrefix+"token-cleaner",
+				newRule("delete", "get", "list", "watch").groups(legacyGroup).resources("secrets").rule(),
+				eventsRule(),
+			),
 		},
 	}
 }
@@ -50,6 +56,8 @@ func NamespaceRoleBindings() map[string][]rbacv1.RoleBinding {
 					saSubject("kube-system", "leader-election-controller"))...),
 			roleBinding("kube-system", "system::leader-locking-kube-scheduler", "system::leader-locking-kube-scheduler",
 				append(userSubjects(user.KubeScheduler), saSubject("kube-system", "kube-scheduler"))...),
+			roleBinding("kube-system", ControllerRolePrefix+"token-cleaner", ControllerRolePrefix+"token-cleaner",
+				saSubject("kube-system", "token-cleaner")),
 		},
 	}
 }

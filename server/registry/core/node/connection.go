@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"os"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,11 +60,11 @@ func NewConnection(nodes NodeGetter, cfg ConnectionConfig) (*Connection, error) 
 		tlsConfig.RootCAs = pool
 	}
 	if cfg.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
-		if err != nil {
+		cert := &fileCert{certFile: cfg.CertFile, keyFile: cfg.KeyFile}
+		if _, err := cert.get(nil); err != nil {
 			return nil, fmt.Errorf("apiserver client certificate for agents: %w", err)
 		}
-		tlsConfig.Certificates = []tls.Certificate{cert}
+		tlsConfig.GetClientCertificate = cert.get
 	}
 	tr := utilnet.SetTransportDefaults(&http.Transport{
 		TLSClientConfig:     tlsConfig,
@@ -101,4 +102,44 @@ func (c *Connection) Location(ctx context.Context, nodeName string) (*url.URL, e
 		port = DefaultAgentPort
 	}
 	return &url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(port))}, nil
+}
+
+// fileCert is a client certificate read again from its files when they
+// change (the server renews it while it runs): new connections present
+// the new one. A pair that cannot be read (between the writes of a
+// renewal) leaves the previous one in use.
+type fileCert struct {
+	certFile, keyFile string
+
+	mu       sync.Mutex
+	cur      *tls.Certificate
+	modified [2]time.Time
+}
+
+func (f *fileCert) get(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var mod [2]time.Time
+	for i, p := range []string{f.certFile, f.keyFile} {
+		st, err := os.Stat(p)
+		if err != nil {
+			if f.cur != nil {
+				return f.cur, nil
+			}
+			return nil, err
+		}
+		mod[i] = st.ModTime()
+	}
+	if f.cur != nil && mod == f.modified {
+		return f.cur, nil
+	}
+	cert, err := tls.LoadX509KeyPair(f.certFile, f.keyFile)
+	if err != nil {
+		if f.cur != nil {
+			return f.cur, nil
+		}
+		return nil, err
+	}
+	f.cur, f.modified = &cert, mod
+	return f.cur, nil
 }

@@ -181,22 +181,26 @@ func (a *Approver) allowed(ctx context.Context, csr *certificatesv1.CertificateS
 }
 
 // servingNamesErr says why a node's serving certificate may not hold these
-// names: each must be the node's own (its name, hostname, addresses) and no
-// address may belong to another node. A node not registered yet (a first
-// join) may claim addresses no other node has.
+// names: its DNS names must be the node's own (its name, or the hostname
+// it reports), and no address may belong to another node. Addresses the
+// node has not reported yet are allowed (k3s's trust in a joined node): a
+// node whose address changed asks for its new certificate before its
+// status shows the new address.
 func (a *Approver) servingNamesErr(nodeName string, dnsNames []string, ips []net.IP) string {
 	nodes, err := a.nodes.List(labels.Everything())
 	if err != nil {
 		return err.Error()
 	}
-	var self *corev1.Node
+	own := map[string]bool{nodeName: true}
 	others := map[string]string{}
 	for _, n := range nodes {
-		if n.Name == nodeName {
-			self = n
-			continue
-		}
 		for _, addr := range n.Status.Addresses {
+			if n.Name == nodeName {
+				if addr.Type == corev1.NodeHostName {
+					own[addr.Address] = true
+				}
+				continue
+			}
 			others[addr.Address] = n.Name
 		}
 	}
@@ -205,26 +209,9 @@ func (a *Approver) servingNamesErr(nodeName string, dnsNames []string, ips []net
 			return fmt.Sprintf("address %s belongs to node %s", ip, owner)
 		}
 	}
-	if self == nil {
-		for _, d := range dnsNames {
-			if d != nodeName {
-				return fmt.Sprintf("DNS name %q is not the node's name", d)
-			}
-		}
-		return ""
-	}
-	own := map[string]bool{nodeName: true}
-	for _, addr := range self.Status.Addresses {
-		own[addr.Address] = true
-	}
 	for _, d := range dnsNames {
 		if !own[d] {
 			return fmt.Sprintf("DNS name %q is not one of the node's", d)
-		}
-	}
-	for _, ip := range ips {
-		if !own[ip.String()] {
-			return fmt.Sprintf("address %s is not one of the node's", ip)
 		}
 	}
 	return ""

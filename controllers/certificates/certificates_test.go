@@ -190,8 +190,10 @@ func TestApprover(t *testing.T) {
 			servingReq("n3", "192.0.2.2"), servingUsages...), false, false, false},
 		{"first serving request of a node not registered yet", csr("c", certificatesv1.KubeletServingSignerName, "system:node:n3", []string{"system:nodes"},
 			servingReq("n3", "192.0.2.3"), servingUsages...), false, true, false},
-		{"serving request with an address not the node's", csr("c", certificatesv1.KubeletServingSignerName, "system:node:n1", []string{"system:nodes"},
-			servingReq("n1", "192.0.2.9"), servingUsages...), false, false, false},
+		{"serving request with a new address no other node has (the node's address changed)", csr("c", certificatesv1.KubeletServingSignerName, "system:node:n1", []string{"system:nodes"},
+			servingReq("n1", "192.0.2.9"), servingUsages...), false, true, false},
+		{"serving request with a DNS name not the node's", csr("c", certificatesv1.KubeletServingSignerName, "system:node:n1", []string{"system:nodes"},
+			request(t, "system:node:n1", []string{"system:nodes"}, []string{"n1", "kubernetes.default"}, []net.IP{net.ParseIP("192.0.2.1")}), servingUsages...), false, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			client := fake.NewClientset(tc.csr, node("n1", "192.0.2.1"), node("n2", "192.0.2.2"))

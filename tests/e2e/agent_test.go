@@ -154,6 +154,15 @@ func waitNodeReady(t *testing.T, c kubernetes.Interface, name string, within tim
 	return node
 }
 
+func internalIP(n *corev1.Node) string {
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			return a.Address
+		}
+	}
+	return ""
+}
+
 // diagnose logs both nodes' view of the pod network.
 func (n *twoNodes) diagnose(t *testing.T, c kubernetes.Interface) {
 	nodes, err := c.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
@@ -337,5 +346,37 @@ func TestAgentJoins(t *testing.T) {
 		// Its pods went with the Node (pod GC); a new pod runs there.
 		pinned("client2b", agentNodeName, "sleep", "3600")
 		framework.WaitPod(t, c, "default", "client2b", 90*time.Second, "running", framework.Running)
+	})
+
+	t.Run("node 2's address changes and its pods stay reachable after the agent restarts", func(t *testing.T) {
+		n.stopAgent(t, false)
+		const newIP = "10.99.0.3"
+		for _, args := range [][]string{
+			{"addr", "del", n.agentIP + "/24", "dev", "eth0"},
+			{"addr", "add", newIP + "/24", "dev", "eth0"},
+			{"route", "replace", "10.43.0.0/16", "via", n.serverIP},
+		} {
+			if out, err := exec.Command("ip", append([]string{"-n", n.netns}, args...)...).CombinedOutput(); err != nil {
+				t.Fatalf("ip %v: %v: %s", args, err, out)
+			}
+		}
+		n.agentIP = newIP
+		n.startAgent(t, "")
+		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+			nd, err := c.CoreV1().Nodes().Get(ctx, agentNodeName, metav1.GetOptions{})
+			return err == nil && internalIP(nd) == newIP, nil
+		}); err != nil {
+			b, _ := os.ReadFile(n.agentLog)
+			t.Fatalf("node 2 does not report %s:\n%s", newIP, tail(b, 4000))
+		}
+		var out string
+		if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			o, err := n.server.Kubectl(ctx, "exec", "client2b", "--", "wget", "-q", "-O", "-", "http://"+s1.Status.PodIP+":8080/")
+			out = strings.TrimSpace(o)
+			return err == nil && out == "server1", nil
+		}); err != nil {
+			n.diagnose(t, c)
+			t.Fatalf("node 2's pod to node 1's pod after the address change: %q", out)
+		}
 	})
 }

@@ -7,6 +7,8 @@ package standalone
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -15,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -37,6 +40,7 @@ import (
 	"github.com/k1s/k1s/internal/jointoken"
 	"github.com/k1s/k1s/internal/memtrim"
 	"github.com/k1s/k1s/internal/pki"
+	"github.com/k1s/k1s/internal/tunnel"
 )
 
 // Config is `k1s agent`'s configuration, from its flags.
@@ -252,11 +256,31 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer close(rotated)
 		_ = rotator.Run(ctx) // nil once ctx ends; failures are logged and retried
 	}()
+	// The tunnel lets the server reach this node's API when it cannot dial
+	// the node (NAT): its streams go to the agent API on loopback only.
+	caPEM, err := os.ReadFile(creds.ServerCAFile)
+	if err != nil {
+		return fmt.Errorf("server CA: %w", err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	tun := &tunnel.Client{Server: cfg.Server, Target: net.JoinHostPort("127.0.0.1", strconv.Itoa(agentAPIPort)),
+		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots,
+			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return clientCert.Current(), nil }}}
+	tunneled := make(chan struct{})
+	go func() {
+		defer close(tunneled)
+		_ = tun.Run(ctx)
+	}()
 	err = node.Run(ctx)
 	cancel()
 	<-rotated
+	<-tunneled
 	return err
 }
+
+// agentAPIPort is the node's agent API port (the kubelet's).
+const agentAPIPort = 10250
 
 // writeKubeconfig writes a kubeconfig naming the node's certificate files,
 // so that it stays valid as they are renewed.

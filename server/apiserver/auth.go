@@ -27,6 +27,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/k1s/k1s/internal/tunnel"
 	"github.com/k1s/k1s/server/auth/node"
 	"github.com/k1s/k1s/server/auth/rbac"
 	sa "github.com/k1s/k1s/server/auth/serviceaccount"
@@ -65,6 +66,8 @@ type dependencies struct {
 	ruleResolver         authorizer.RuleResolver
 	rbac                 *rbac.Authorizer
 	nodeAuthz            *node.Authorizer
+	// tunnels are the nodes' tunnels to the server (internal/tunnel).
+	tunnels *tunnel.Registry
 }
 
 // tokenCacheSuccessTTL is how long a successful token authentication is

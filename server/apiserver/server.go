@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	discoveryaggregated "k8s.io/apiserver/pkg/endpoints/discovery/aggregated"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
+	apirequest "k8s.io/apiserver/pkg/endpoints/request"
 	genericapiserver "k8s.io/apiserver/pkg/server"
 	genericfilters "k8s.io/apiserver/pkg/server/filters"
 	genericoptions "k8s.io/apiserver/pkg/server/options"
@@ -32,6 +33,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/k1s/k1s/internal/tunnel"
 	"github.com/k1s/k1s/server/apiserver/openapi"
 	"github.com/k1s/k1s/server/registry/core/service"
 	"github.com/k1s/k1s/server/scheme"
@@ -88,6 +90,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	defer shared.release()
 	deps := &dependencies{cfg: &s.cfg, client: client, informers: factory, logger: logger, ready: s.ready, openAPIRead: s.settled,
+		tunnels: tunnel.NewRegistry(),
 		serviceAllocators: &service.Allocators{
 			IPs:   service.NewIPAllocator(etcdClient.Client, s.cfg.EtcdPrefix+"/k1s/serviceips/", s.cfg.ServiceCIDR),
 			Ports: service.NewPortAllocator(etcdClient.Client, s.cfg.EtcdPrefix+"/k1s/nodeports/", s.cfg.NodePortRange),
@@ -133,6 +136,10 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read the server CA: %w", err)
 	}
+	// Nodes' tunnels (internal/tunnel): the agent API of a node the
+	// server cannot dial is reached through the connection it opened.
+	core.Handler.NonGoRestfulMux.Handle(tunnel.Path, deps.tunnels)
+	defer deps.tunnels.Close()
 	core.Handler.NonGoRestfulMux.Handle(CACertsPath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/x-pem-file")
 		_, _ = w.Write(caBundle)
@@ -316,7 +323,13 @@ func (s *Server) apiextensionsConfig(gc genericapiserver.RecommendedConfig, etcd
 
 // longRunning marks watches and streaming subresources as long-running (as
 // kube-apiserver does), so request timeouts and in-flight limits skip them.
-var longRunning = genericfilters.BasicLongRunningRequestCheck(
-	sets.NewString("watch", "proxy"),
-	sets.NewString("attach", "exec", "proxy", "log", "portforward"),
-)
+var longRunning = func() apirequest.LongRunningRequestCheck {
+	basic := genericfilters.BasicLongRunningRequestCheck(
+		sets.NewString("watch", "proxy"),
+		sets.NewString("attach", "exec", "proxy", "log", "portforward"),
+	)
+	return func(r *http.Request, ri *apirequest.RequestInfo) bool {
+		// A node's tunnel lives as long as the node's connection.
+		return r.URL.Path == tunnel.Path || basic(r, ri)
+	}
+}()

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/k1s/k1s/internal/tunnel"
 	"github.com/k1s/k1s/server/auth/rbac"
 	sa "github.com/k1s/k1s/server/auth/serviceaccount"
 	"github.com/k1s/k1s/server/registry"
@@ -80,6 +81,7 @@ func (d *dependencies) addSubresources(set *storageSet) error {
 
 	conn, err := node.NewConnection(set.stores[corev1.Resource("nodes")], node.ConnectionConfig{
 		CAFile: d.cfg.ServerCAFile, CertFile: d.cfg.AgentClientCertFile, KeyFile: d.cfg.AgentClientKeyFile,
+		Tunnels: &tunnel.Dialer{Registry: d.tunnels},
 	})
 	if err != nil {
 		return err

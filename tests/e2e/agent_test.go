@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -377,6 +378,34 @@ func TestAgentJoins(t *testing.T) {
 		}); err != nil {
 			n.diagnose(t, c)
 			t.Fatalf("node 2's pod to node 1's pod after the address change: %q", out)
+		}
+	})
+
+	t.Run("the server reaches node 2 through its tunnel when it cannot dial it", func(t *testing.T) {
+		// As behind NAT: node 2 takes no new connection to its agent API
+		// from outside (its own namespace's firewall, which goes with it).
+		nft := exec.Command("ip", "netns", "exec", n.netns, "nft", "-f", "-")
+		nft.Stdin = strings.NewReader(`table inet e2e-nat {
+	chain in {
+		type filter hook input priority 0;
+		iifname "eth0" tcp dport 10250 ct state new drop
+	}
+}
+`)
+		if out, err := nft.CombinedOutput(); err != nil {
+			t.Fatalf("nft: %v: %s", err, out)
+		}
+		if c, err := net.DialTimeout("tcp", net.JoinHostPort(n.agentIP, "10250"), time.Second); err == nil {
+			c.Close()
+			t.Fatal("node 2's agent API still answers a direct connection")
+		}
+		out, err := n.server.Kubectl(ctx, "exec", "client2b", "--", "echo", "through-the-tunnel")
+		if err != nil || !strings.Contains(out, "through-the-tunnel") {
+			b, _ := os.ReadFile(n.agentLog)
+			t.Fatalf("exec on node 2 behind its firewall: %v %q\n%s", err, out, tail(b, 3000))
+		}
+		if _, err := n.server.Kubectl(ctx, "logs", "client2b"); err != nil {
+			t.Errorf("logs on node 2 behind its firewall: %v", err)
 		}
 	})
 }

@@ -201,6 +201,10 @@ func ClusterRoles() []rbacv1.ClusterRole {
 			newRule("patch").groups(legacyGroup).resources("nodes/status").rule(),
 			eventsRule(),
 		),
+		// k1s: a node opens its tunnel (internal/tunnel) to the server.
+		clusterRole("k1s:node-tunnel",
+			newRule("get").urls("/v1-k1s/connect").rule(),
+		),
 		clusterRole("system:node-bootstrapper",
 			newRule("create", "get", "list", "watch").groups(certificatesGroup).resources("certificatesigningrequests").rule(),
 		),
@@ -363,6 +367,7 @@ func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		namedBinding("k1s:node-autoapprove-certificate-rotation", "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient", groupSubjects(user.NodesGroup)...),
 		// Every node runs k1s's service proxy and DNS with its own identity.
 		namedBinding("k1s:node-proxier", "system:node-proxier", groupSubjects(user.NodesGroup)...),
+		clusterBinding("k1s:node-tunnel", groupSubjects(user.NodesGroup)...),
 	}
 }
 

@@ -21,6 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
+
+	"github.com/k1s/k1s/internal/tunnel"
 )
 
 // DefaultAgentPort is the agent API port when a node does not publish one.
@@ -35,6 +37,7 @@ type NodeGetter interface {
 type Connection struct {
 	nodes     NodeGetter
 	Transport http.RoundTripper
+	tunnels   *tunnel.Dialer
 }
 
 // ConnectionConfig is how the apiserver authenticates to agents.
@@ -43,6 +46,9 @@ type ConnectionConfig struct {
 	CAFile string
 	// CertFile and KeyFile are the apiserver's client certificate.
 	CertFile, KeyFile string
+	// Tunnels, when set, dials agents directly or, failing that, through
+	// the tunnel their node opened (internal/tunnel).
+	Tunnels *tunnel.Dialer
 }
 
 // NewConnection returns a Connection with an mTLS transport.
@@ -66,13 +72,20 @@ func NewConnection(nodes NodeGetter, cfg ConnectionConfig) (*Connection, error) 
 		}
 		tlsConfig.GetClientCertificate = cert.get
 	}
+	dial := (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	if cfg.Tunnels != nil {
+		if cfg.Tunnels.Direct == nil {
+			cfg.Tunnels.Direct = dial
+		}
+		dial = cfg.Tunnels.DialContext
+	}
 	tr := utilnet.SetTransportDefaults(&http.Transport{
 		TLSClientConfig:     tlsConfig,
-		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:         dial,
 		TLSHandshakeTimeout: 10 * time.Second,
 		MaxIdleConnsPerHost: 10,
 	})
-	return &Connection{nodes: nodes, Transport: tr}, nil
+	return &Connection{nodes: nodes, Transport: tr, tunnels: cfg.Tunnels}, nil
 }
 
 // Location returns the agent API base URL of the named node: its
@@ -101,7 +114,11 @@ func (c *Connection) Location(ctx context.Context, nodeName string) (*url.URL, e
 	if port <= 0 {
 		port = DefaultAgentPort
 	}
-	return &url.URL{Scheme: "https", Host: net.JoinHostPort(host, strconv.Itoa(port))}, nil
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	if c.tunnels != nil {
+		c.tunnels.Learn(addr, nodeName)
+	}
+	return &url.URL{Scheme: "https", Host: addr}, nil
 }
 
 // fileCert is a client certificate read again from its files when they

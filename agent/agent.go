@@ -65,6 +65,10 @@ type Deps struct {
 	Network Network
 	// Env resolves environment variable sources (configmaps, secrets, services).
 	Env kuberuntime.EnvSource
+	// RuntimeClasses looks up the CRI handler of a RuntimeClass for the
+	// sandboxes of pods naming one; nil: every sandbox uses the default
+	// handler.
+	RuntimeClasses kuberuntime.RuntimeHandlerFunc
 	// Clock is injected for tests.
 	Clock clock.WithTicker
 	// PodsAfter, when set, holds back pod workers until it is closed
@@ -137,6 +141,9 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 	}, deps.Runtime, deps.Images, deps.Volumes, deps.Env, a.recorder, deps.Clock)
 	if err != nil {
 		return nil, err
+	}
+	if deps.RuntimeClasses != nil {
+		a.runtime.UseRuntimeClasses(deps.RuntimeClasses)
 	}
 	a.node, err = nodestatus.New(nodestatus.Config{
 		NodeName:       cfg.NodeName,

@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/k1s/k1s/agent/dns"
+	"github.com/k1s/k1s/agent/kuberuntime"
 	"github.com/k1s/k1s/agent/logs"
 	"github.com/k1s/k1s/agent/network"
 	"github.com/k1s/k1s/agent/proxy"
@@ -267,6 +268,8 @@ func (n *Node) run(ctx context.Context, podsAfter <-chan struct{}) error {
 		Clock:     clock.RealClock{},
 		PodsAfter: podsAfter,
 		APIReady:  apiSynced,
+
+		RuntimeClasses: runtimeHandlers(client),
 	})
 	if err != nil {
 		return err
@@ -318,6 +321,17 @@ func (n *Node) run(ctx context.Context, podsAfter <-chan struct{}) error {
 type namedRunner struct {
 	name string
 	run  func(context.Context) error
+}
+
+// runtimeHandlers looks up a RuntimeClass's handler with the node's client.
+func runtimeHandlers(client kubernetes.Interface) kuberuntime.RuntimeHandlerFunc {
+	return func(ctx context.Context, name string) (string, error) {
+		rc, err := client.NodeV1().RuntimeClasses().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		return rc.Handler, nil
+	}
 }
 
 // envSource reads configmaps and secrets (the node may get those its pods

@@ -41,6 +41,7 @@ INPUTS=(
 	k8s.io/api/apps/v1
 	k8s.io/api/batch/v1
 	k8s.io/api/autoscaling/v1
+	k8s.io/api/autoscaling/v2
 	k8s.io/api/coordination/v1
 	k8s.io/api/discovery/v1
 	k8s.io/api/events/v1
@@ -56,6 +57,10 @@ INPUTS=(
 	k8s.io/api/authentication/v1
 	k8s.io/api/authorization/v1
 	k8s.io/api/admissionregistration/v1
+	k8s.io/api/node/v1
+	k8s.io/api/resource/v1
+	k8s.io/api/storagemigration/v1
+	k8s.io/api/flowcontrol/v1
 	k8s.io/api/apidiscovery/v2
 	k8s.io/apimachinery/pkg/apis/meta/v1
 	k8s.io/apimachinery/pkg/runtime
@@ -63,6 +68,7 @@ INPUTS=(
 	k8s.io/apimachinery/pkg/util/intstr
 	k8s.io/apimachinery/pkg/api/resource
 	k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1
+	k8s.io/kube-aggregator/pkg/apis/apiregistration/v1
 )
 
 HEADER="$(mktemp)"

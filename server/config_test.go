@@ -53,6 +53,19 @@ func TestNewRejectsBadConfig(t *testing.T) {
 			c.Controllers = &ControllerSettings{}
 		}, nil},
 		{"certificates renewed beyond their life", func(c *Config) { c.CertificateRenewBefore = 400 * 24 * time.Hour }, []string{"CertificateRenewBefore"}},
+		{"joining with a token", func(c *Config) {
+			c.JoinServer, c.Token = "https://10.0.0.1:6443", "K10"+strings.Repeat("a", 64)+"::abcdef.0123456789abcdef"
+		}, nil},
+		{"joining without a token", func(c *Config) { c.JoinServer = "https://10.0.0.1:6443" }, []string{"--token", "--server"}},
+		{"joining a plain URL", func(c *Config) { c.JoinServer, c.TokenFile = "10.0.0.1:6443", "/t" }, []string{"--server", "https://"}},
+		{"starting and joining a cluster", func(c *Config) {
+			c.JoinServer, c.TokenFile, c.ClusterInit = "https://10.0.0.1:6443", "/t", true
+		}, []string{"--cluster-init", "--server"}},
+		{"a cluster of an external datastore", func(c *Config) {
+			c.ClusterInit, c.DatastoreEndpoint = true, "https://10.0.0.9:2379"
+		}, []string{"--cluster-init", "--datastore-endpoint"}},
+		{"a token that is no token", func(c *Config) { c.Token = "secret" }, []string{"--token"}},
+		{"a new cluster's own token", func(c *Config) { c.ClusterInit, c.Token = true, "abcdef.0123456789abcdef" }, nil},
 		{"certificates renewed a second after issue", func(c *Config) { c.CertificateRenewBefore = 365*24*time.Hour - time.Second }, nil},
 	}
 	for _, tt := range tests {

@@ -31,6 +31,9 @@ type joinInfo struct {
 	caFile   string
 	settings map[string]string
 	retry    time.Duration
+	// bearer is the "<id>.<secret>" a new token takes (--token on a new
+	// cluster's server); empty: a random one.
+	bearer string
 }
 
 func (j *joinInfo) Run(ctx context.Context) error {
@@ -79,8 +82,10 @@ func (j *joinInfo) token() (jointoken.Token, error) {
 		bearer = old.Bearer()
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return jointoken.Token{}, err
-	} else if bearer, err = bootstraptoken.Generate(); err != nil {
-		return jointoken.Token{}, err
+	} else if bearer = j.bearer; bearer == "" {
+		if bearer, err = bootstraptoken.Generate(); err != nil {
+			return jointoken.Token{}, err
+		}
 	}
 	tok, err := jointoken.New(ca, bearer)
 	if err != nil {

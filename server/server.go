@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
@@ -125,6 +126,22 @@ type Config struct {
 	// (--concurrent-deployment-syncs, --node-monitor-grace-period ...).
 	// Default: DefaultControllerSettings().
 	Controllers *ControllerSettings
+	// ClusterInit starts the embedded etcd as the first member of a
+	// cluster that other servers join (--cluster-init): its peer listener
+	// on NodeIP:EtcdPeerPort with TLS. Default false: a lone member on
+	// loopback. A server that was part of a cluster stays one.
+	ClusterInit bool
+	// JoinServer is the URL of a server of the cluster this server joins
+	// (--server, K1S_URL): it takes the cluster's CAs and keys from it,
+	// adds its etcd member to the cluster's (or shares
+	// --datastore-endpoint) and runs its own apiserver, controllers and
+	// node. Default: none, a cluster of its own.
+	JoinServer string
+	// Token is the server token (--token, K1S_TOKEN; or TokenFile,
+	// --token-file): with JoinServer the K10… token of a server of the
+	// cluster (<data-dir>/server/token); without, the "<id>.<secret>"
+	// (or K10… form) a new cluster's token takes instead of a random one.
+	Token, TokenFile string
 	// CertificateRenewBefore: a leaf certificate of the server's (its
 	// serving and client certificates, etcd's, its node's) with less time
 	// left is issued again, at start and while the server runs; leaves
@@ -331,6 +348,25 @@ func (c *Config) parse() (*parsed, error) {
 	if err := c.Controllers.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	if c.JoinServer != "" {
+		if u, err := url.Parse(c.JoinServer); err != nil || u.Scheme != "https" || u.Host == "" {
+			errs = append(errs, fmt.Errorf("--server: %q is not an https:// URL of a k1s server", c.JoinServer))
+		}
+		if c.Token == "" && c.TokenFile == "" {
+			errs = append(errs, errors.New("--token: required with --server (the K10… token of <data-dir>/server/token of a server of the cluster)"))
+		}
+		if c.ClusterInit {
+			errs = append(errs, errors.New("--cluster-init: a server either starts a cluster or joins one (--server)"))
+		}
+	}
+	if c.ClusterInit && c.DatastoreEndpoint != "" {
+		errs = append(errs, errors.New("--cluster-init: the embedded etcd's cluster; with --datastore-endpoint servers share that datastore"))
+	}
+	if c.Token != "" {
+		if _, err := jointoken.Parse(c.Token); err != nil {
+			errs = append(errs, fmt.Errorf("--token: %w", err))
+		}
+	}
 	for _, port := range []struct {
 		flag string
 		v    int
@@ -387,6 +423,19 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := checkWritable(s.cfg.DataDir); err != nil {
 		return err
 	}
+	token := s.cfg.Token
+	if token == "" && s.cfg.TokenFile != "" {
+		data, err := os.ReadFile(s.cfg.TokenFile)
+		if err != nil {
+			return fmt.Errorf("--token-file: %w", err)
+		}
+		token = strings.TrimSpace(string(data))
+	}
+	// A server joining a cluster takes the cluster's CAs and keys first.
+	cs, err := s.prepareCluster(ctx, token)
+	if err != nil {
+		return err
+	}
 	// A new service-account signing key (RSA 2048: 0.1–0.5 s of CPU here)
 	// is made while the PKI is written and etcd starts, not after.
 	saKeyFile := filepath.Join(s.serverDir(), "tls", "service.key")
@@ -410,7 +459,7 @@ func (s *Server) Run(ctx context.Context) error {
 	pkiCfg := pki.Config{
 		Dir:           filepath.Join(s.serverDir(), "tls"),
 		Hostname:      hostname,
-		IPs:           []net.IP{s.p.nodeIP, s.p.advertise},
+		IPs:           s.servingIPs(),
 		ServiceIP:     firstServiceIP,
 		SANs:          s.cfg.TLSSANs,
 		ClusterDomain: s.cfg.ClusterDomain,
@@ -420,7 +469,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("PKI: %w", err)
 	}
-	local := fmt.Sprintf("https://127.0.0.1:%d", s.cfg.HTTPSPort)
+	local := localURL(s.p.bindAddress, s.cfg.HTTPSPort)
 	if err := s.writeKubeconfigs(cluster, local); err != nil {
 		return err
 	}
@@ -444,18 +493,27 @@ func (s *Server) Run(ctx context.Context) error {
 	etcdServers := strings.Split(s.cfg.DatastoreEndpoint, ",")
 	etcdCA, etcdCert, etcdKey := s.cfg.DatastoreCAFile, s.cfg.DatastoreCertFile, s.cfg.DatastoreKeyFile
 	var etcdLocal func() (*clientv3.Client, error)
+	endpoints := &clusterEndpoints{serverDir: s.serverDir(), settings: s.criticalSettings()}
 	if s.cfg.DatastoreEndpoint == "" {
-		e, err := etcd.New(etcd.Config{
+		ec := etcd.Config{
 			DataDir:       filepath.Join(s.serverDir(), "db", "etcd"),
 			ClientPort:    s.cfg.EtcdClientPort,
 			PeerPort:      s.cfg.EtcdPeerPort,
 			CertFile:      cluster.EtcdServer.CertFile,
 			KeyFile:       cluster.EtcdServer.KeyFile,
 			TrustedCAFile: cluster.EtcdCA.CertFile,
-		})
+		}
+		if cs.clustered {
+			ec.Name = cs.etcdName
+			ec.PeerIP = s.p.nodeIP
+			ec.PeerCertFile, ec.PeerKeyFile = cluster.EtcdPeer.CertFile, cluster.EtcdPeer.KeyFile
+			ec.InitialCluster = cs.initialCluster
+		}
+		e, err := etcd.New(ec)
 		if err != nil {
 			return err
 		}
+		endpoints.etcd = e
 		first = append(first, supervisor.Named{Name: "etcd", Component: e})
 		etcdServers = []string{e.Endpoint()}
 		etcdLocal = e.LocalClient
@@ -484,9 +542,13 @@ func (s *Server) Run(ctx context.Context) error {
 		ServerCAFile:                        cluster.ServerCA.CertFile,
 		AgentClientCertFile:                 cluster.APIServerClient.CertFile,
 		AgentClientKeyFile:                  cluster.APIServerClient.KeyFile,
+		RequestHeaderCAFile:                 cluster.RequestHeaderCA.CertFile,
+		ProxyClientCertFile:                 cluster.AuthProxyClient.CertFile,
+		ProxyClientKeyFile:                  cluster.AuthProxyClient.KeyFile,
 		ServiceAccountKeyFile:               saKeyFile,
 		DefaultNotReadyTolerationSeconds:    s.cfg.DefaultNotReadyTolerationSeconds,
 		DefaultUnreachableTolerationSeconds: s.cfg.DefaultUnreachableTolerationSeconds,
+		PublicHandlers:                      endpoints.handlers(),
 	})
 	if err != nil {
 		return err
@@ -521,7 +583,7 @@ func (s *Server) Run(ctx context.Context) error {
 		labeler := &controlPlaneLabeler{client: admin, nodeName: s.cfg.NodeName}
 		last = append(last, supervisor.Named{Name: "node-labels", Component: ignoreCancel{labeler}})
 	}
-	join := &joinInfo{client: admin, dir: s.serverDir(), caFile: cluster.ServerCA.CertFile, retry: time.Second, settings: map[string]string{
+	join := &joinInfo{client: admin, dir: s.serverDir(), caFile: cluster.ServerCA.CertFile, retry: time.Second, bearer: firstToken(token, s.cfg.JoinServer), settings: map[string]string{
 		jointoken.ClusterInfoClusterCIDR: s.p.clusterCIDR.String(), jointoken.ClusterInfoServiceCIDR: s.p.serviceCIDR.String(),
 		jointoken.ClusterInfoClusterDNS: s.cfg.ClusterDNS, jointoken.ClusterInfoClusterDomain: s.cfg.ClusterDomain,
 		jointoken.ClusterInfoFlannelBackend: s.cfg.FlannelBackend,
@@ -587,7 +649,7 @@ func fileClientConfig(host string, ca *pki.CA, ck pki.CertKey) *rest.Config {
 // it runs a node, the node's.
 func (s *Server) leafFiles(cluster *pki.Cluster) []string {
 	var out []string
-	for _, ck := range []pki.CertKey{cluster.APIServerServing, cluster.APIServerClient, cluster.Admin, cluster.Controller, cluster.Scheduler, cluster.EtcdServer, cluster.EtcdClient} {
+	for _, ck := range []pki.CertKey{cluster.APIServerServing, cluster.APIServerClient, cluster.AuthProxyClient, cluster.Admin, cluster.Controller, cluster.Scheduler, cluster.EtcdServer, cluster.EtcdClient, cluster.EtcdPeer} {
 		out = append(out, ck.CertFile)
 	}
 	if !s.cfg.DisableAgent {
@@ -699,6 +761,30 @@ func checkWritable(dir string) error {
 // DefaultNodeIP is the address of the interface that holds the default
 // route, or 127.0.0.1 when there is none.
 func DefaultNodeIP() net.IP { return agent.DefaultNodeIP() }
+
+// servingIPs are the addresses in the apiserver's serving certificate
+// (and etcd's peer certificate) besides loopback: the node's, the
+// advertised one and a specific bind address.
+func (s *Server) servingIPs() []net.IP {
+	ips := []net.IP{s.p.nodeIP, s.p.advertise}
+	if !s.p.bindAddress.IsUnspecified() && !s.p.bindAddress.IsLoopback() {
+		ips = append(ips, s.p.bindAddress)
+	}
+	return uniqueIPs(ips...)
+}
+
+// firstToken is the bearer a new cluster's join token takes from
+// --token: none when joining (the cluster's token is written then).
+func firstToken(token, joinServer string) string {
+	if token == "" || joinServer != "" {
+		return ""
+	}
+	tok, err := jointoken.Parse(token)
+	if err != nil {
+		return ""
+	}
+	return tok.Bearer()
+}
 
 func uniqueIPs(ips ...net.IP) []net.IP {
 	var out []net.IP

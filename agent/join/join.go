@@ -24,13 +24,10 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
@@ -43,14 +40,21 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/k1s/k1s/agent/apiservers"
 	"github.com/k1s/k1s/internal/jointoken"
 	"github.com/k1s/k1s/internal/pki"
 )
 
 // Config says how to join.
 type Config struct {
-	// Server is the apiserver's URL (--server). Required.
+	// Server is the apiserver's URL (--server). Required. The CA is
+	// fetched from it; the other requests go to it too unless Dial is set.
 	Server string
+	// Dial, when set, connects to the cluster's API servers (an
+	// apiservers.Balancer's DialContext, failing over between them): the
+	// requests then go to apiservers.Host through it, without a proxy.
+	// Default: to Server directly.
+	Dial DialFunc
 	// Token is the join token (--token, --token-file); may be empty when
 	// the node already holds a valid client certificate.
 	Token string
@@ -103,8 +107,7 @@ func Join(ctx context.Context, cfg Config) (Credentials, error) {
 	// A renewal with a valid client certificate is the node's own, as the
 	// rotator's: no token needed.
 	asNode := func() (kubernetes.Interface, error) {
-		return kubernetes.NewForConfig(&rest.Config{Host: cfg.Server,
-			TLSClientConfig: rest.TLSClientConfig{CAData: ca, CertFile: creds.Client.CertFile, KeyFile: creds.Client.KeyFile}})
+		return kubernetes.NewForConfig(cfg.restConfig(rest.TLSClientConfig{CAData: ca, CertFile: creds.Client.CertFile, KeyFile: creds.Client.KeyFile}, ""))
 	}
 	switch {
 	case !valid(creds.Client, client):
@@ -115,7 +118,7 @@ func Join(ctx context.Context, cfg Config) (Credentials, error) {
 		if err != nil {
 			return Credentials{}, fmt.Errorf("--token: %w", err)
 		}
-		boot, err := kubernetes.NewForConfig(&rest.Config{Host: cfg.Server, BearerToken: tok.Bearer(), TLSClientConfig: rest.TLSClientConfig{CAData: ca}})
+		boot, err := kubernetes.NewForConfig(cfg.restConfig(rest.TLSClientConfig{CAData: ca}, tok.Bearer()))
 		if err != nil {
 			return Credentials{}, err
 		}
@@ -153,6 +156,23 @@ func Join(ctx context.Context, cfg Config) (Credentials, error) {
 		}
 	}
 	return creds, nil
+}
+
+// host is the URL the node's clients address: Server, or the balancer's.
+func (cfg Config) host() string {
+	if cfg.Dial != nil {
+		return apiservers.Host
+	}
+	return cfg.Server
+}
+
+// restConfig is a client configuration for the node's requests.
+func (cfg Config) restConfig(tlsCfg rest.TLSClientConfig, bearer string) *rest.Config {
+	rc := &rest.Config{Host: cfg.host(), BearerToken: bearer, TLSClientConfig: tlsCfg}
+	if cfg.Dial != nil {
+		rc.Dial, rc.Proxy = cfg.Dial, noProxy
+	}
+	return rc
 }
 
 // RenewFile, in the node's TLS directory, asks the next Join to renew the
@@ -221,28 +241,7 @@ func serverCA(ctx context.Context, cfg Config) ([]byte, error) {
 	if ca, err := os.ReadFile(filepath.Join(cfg.Dir, "server-ca.crt")); err == nil && (tok.CAHash == "" || tok.Verify(ca) == nil) {
 		return ca, nil
 	}
-	if tok.CAHash == "" {
-		return nil, errors.New("--token: the token carries no CA hash (a bare bootstrap token): give the server's CA with --ca-file, or use the K10… token from the server's <data-dir>/server/token")
-	}
-	// The bundle is fetched without trust; nothing secret is sent.
-	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // checked against the token below
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(cfg.Server, "/")+"/cacerts", nil)
-	if err != nil {
-		return nil, fmt.Errorf("--server: %w", err)
-	}
-	resp, err := c.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("fetch the server's CA from %s: %w", cfg.Server, err)
-	}
-	defer resp.Body.Close()
-	ca, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil || resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("fetch the server's CA from %s: status %d %v", cfg.Server, resp.StatusCode, err)
-	}
-	if err := tok.Verify(ca); err != nil {
-		return nil, fmt.Errorf("--token: %w", err)
-	}
-	return ca, nil
+	return jointoken.FetchCA(ctx, cfg.Server, tok)
 }
 
 // valid reports whether the pair at ck exists, the certificate matches its

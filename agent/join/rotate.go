@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -33,6 +34,7 @@ import (
 // connection at once.) Safe for concurrent use.
 type ClientCert struct {
 	tlsBase *tls.Config
+	dial    DialFunc // nil: direct
 	clock   clock.WithDelayedExecution
 	cur     atomic.Pointer[certConns]
 	// transport is shared by every client of RESTConfig.
@@ -46,9 +48,14 @@ type certConns struct {
 	conns *connrotation.Dialer
 }
 
+// DialFunc connects to a server (apiservers.Balancer.DialContext).
+type DialFunc func(ctx context.Context, network, addr string) (net.Conn, error)
+
 // NewClientCert loads the node's client certificate of creds and the
-// server's CA.
-func NewClientCert(creds Credentials, clk clock.WithDelayedExecution) (*ClientCert, error) {
+// server's CA. dial, when set, makes the connections (to whichever API
+// server it chooses: see agent/apiservers), without a proxy; nil dials
+// the request's host, through the environment's proxy if it names one.
+func NewClientCert(creds Credentials, dial DialFunc, clk clock.WithDelayedExecution) (*ClientCert, error) {
 	pair, err := tls.LoadX509KeyPair(creds.Client.CertFile, creds.Client.KeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("the node's client certificate: %w", err)
@@ -61,7 +68,7 @@ func NewClientCert(creds Credentials, clk clock.WithDelayedExecution) (*ClientCe
 	if err != nil {
 		return nil, err
 	}
-	c := &ClientCert{tlsBase: base, clock: clk}
+	c := &ClientCert{tlsBase: base, dial: dial, clock: clk}
 	c.cur.Store(c.connsFor(&pair))
 	c.transport = &switchingTransport{c: c}
 	return c, nil
@@ -70,15 +77,25 @@ func NewClientCert(creds Credentials, clk clock.WithDelayedExecution) (*ClientCe
 func (c *ClientCert) connsFor(cert *tls.Certificate) *certConns {
 	tlsCfg := c.tlsBase.Clone()
 	tlsCfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
-	d := connrotation.NewDialer((&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
+	dial, proxy := c.dial, http.ProxyFromEnvironment
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	} else {
+		proxy = noProxy
+	}
+	d := connrotation.NewDialer(connrotation.DialFunc(dial))
 	return &certConns{cert: cert, conns: d, rt: utilnet.SetTransportDefaults(&http.Transport{
-		Proxy:               http.ProxyFromEnvironment,
+		Proxy:               proxy,
 		TLSHandshakeTimeout: 10 * time.Second,
 		TLSClientConfig:     tlsCfg,
 		MaxIdleConnsPerHost: 25,
 		DialContext:         d.DialContext,
 	})}
 }
+
+// noProxy sends every request directly (the agent reaches its servers
+// without the environment's proxy, as k3s's agents do).
+func noProxy(*http.Request) (*url.URL, error) { return nil, nil }
 
 // Current is the certificate new connections present.
 func (c *ClientCert) Current() *tls.Certificate { return c.cur.Load().cert }
@@ -101,7 +118,8 @@ func retireAfter(old *tls.Certificate, now time.Time) time.Duration {
 	return max(d, 0)
 }
 
-// RESTConfig is a client configuration for server, trusting the server's
+// RESTConfig is a client configuration for server (apiservers.Host when
+// the connections are made by a balancer's dialer), trusting the server's
 // CA, authenticating with the current client certificate. Every client
 // made from it (or its copies) shares its transport.
 func (c *ClientCert) RESTConfig(server string) *rest.Config {
@@ -147,7 +165,7 @@ func NewRotator(cfg Config, creds Credentials, client *ClientCert, clk clock.Wit
 	if cfg.RenewAt == nil {
 		cfg.RenewAt = renewAt
 	}
-	kube, err := kubernetes.NewForConfig(client.RESTConfig(cfg.Server))
+	kube, err := kubernetes.NewForConfig(client.RESTConfig(cfg.host()))
 	if err != nil {
 		return nil, err
 	}

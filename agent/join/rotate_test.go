@@ -150,7 +150,7 @@ func newRotatorFixture(t *testing.T, t0 time.Time) *rotatorFixture {
 	var err error
 	// The client's connections retire on a clock of their own: the
 	// rotator's has only its two loops' timers.
-	if f.client, err = NewClientCert(f.creds, clocktesting.NewFakeClock(t0)); err != nil {
+	if f.client, err = NewClientCert(f.creds, nil, clocktesting.NewFakeClock(t0)); err != nil {
 		t.Fatal(err)
 	}
 	f.r = &Rotator{cfg: Config{NodeName: "n1", NodeIPs: ips, RenewAt: renewAt}, creds: f.creds, client: f.client, clock: f.clk,
@@ -315,7 +315,7 @@ func TestClientCertSwitches(t *testing.T) {
 	defer srv.Close()
 
 	clk := clocktesting.NewFakeClock(now)
-	cc, err := NewClientCert(creds, clk)
+	cc, err := NewClientCert(creds, nil, clk)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -92,6 +92,9 @@ type Manager struct {
 	clock    clock.Clock
 	// backOff spaces container restarts (CrashLoopBackOff) and image pulls.
 	backOff *flowcontrol.Backoff
+	// handlers looks up RuntimeClasses' handlers (UseRuntimeClasses); nil:
+	// every sandbox runs with cfg.RuntimeHandler.
+	handlers RuntimeHandlerFunc
 }
 
 // New returns a runtime manager.

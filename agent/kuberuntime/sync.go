@@ -206,7 +206,7 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, st *PodStatus, v
 			return res
 		}
 		logger.V(2).Info("Creating pod sandbox", "attempt", a.attempt)
-		id, err := m.runtime.RunPodSandbox(ctx, sandboxCfg, m.cfg.RuntimeHandler)
+		id, err := m.runPodSandbox(ctx, pod, sandboxCfg)
 		if err != nil {
 			msg := fmt.Sprintf("Failed to create pod sandbox: %v", err)
 			m.podEvent(pod, corev1.EventTypeWarning, "FailedCreatePodSandBox", msg)

@@ -30,6 +30,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/k1s/k1s/agent"
+	"github.com/k1s/k1s/agent/apiservers"
 	"github.com/k1s/k1s/agent/dns"
 	"github.com/k1s/k1s/agent/join"
 	"github.com/k1s/k1s/agent/logs"
@@ -45,7 +46,11 @@ import (
 
 // Config is `k1s agent`'s configuration, from its flags.
 type Config struct {
-	// Server is the server's URL (--server, K1S_URL). Required.
+	// Server is the server's URL (--server, K1S_URL). Required. It is
+	// the first contact: the node then learns every apiserver of the
+	// cluster, keeps their list in <data-dir>/agent/apiservers.json and
+	// fails over between them (agent/apiservers); Server is tried last
+	// when it is not among them.
 	Server string
 	// Token is the join token (--token, K1S_TOKEN), or TokenFile names a
 	// file holding it (--token-file). Required until the node holds a
@@ -158,8 +163,22 @@ func (a *Agent) Run(ctx context.Context) error {
 		token = strings.TrimSpace(string(data))
 	}
 	agentDir := filepath.Join(cfg.DataDir, "agent")
+	// Every request to the cluster goes to one of its API servers,
+	// failing over to the others (the first contact aside, which gives
+	// the CA when the node has none yet).
+	first, err := apiservers.HostPort(cfg.Server)
+	if err != nil {
+		return fmt.Errorf("--server: %w", err)
+	}
+	if err := os.MkdirAll(agentDir, 0o755); err != nil {
+		return err
+	}
+	servers, err := apiservers.New(apiservers.Config{Default: first, File: filepath.Join(agentDir, "apiservers.json")})
+	if err != nil {
+		return err
+	}
 	joinCfg := join.Config{
-		Server: cfg.Server, Token: token, CAFile: cfg.CAFile,
+		Server: cfg.Server, Dial: servers.DialContext, Token: token, CAFile: cfg.CAFile,
 		NodeName: name, Hostname: hostname, NodeIPs: []net.IP{nodeIP},
 		Dir: filepath.Join(agentDir, "tls"),
 	}
@@ -169,7 +188,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	// The node's clients present the client certificate the rotator
 	// keeps renewed; the kubeconfig, for an operator, names its files.
-	clientCert, err := join.NewClientCert(creds, clock.RealClock{})
+	clientCert, err := join.NewClientCert(creds, servers.DialContext, clock.RealClock{})
 	if err != nil {
 		return err
 	}
@@ -180,7 +199,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err := writeKubeconfig(filepath.Join(agentDir, "kubeconfig.yaml"), cfg.Server, creds); err != nil {
 		return err
 	}
-	restCfg := clientCert.RESTConfig(cfg.Server)
+	restCfg := clientCert.RESTConfig(apiservers.Host)
 	restCfg.QPS, restCfg.Burst = 50, 100
 	client, err := kubernetes.NewForConfig(restCfg)
 	if err != nil {
@@ -247,7 +266,14 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	logger.Info("Starting k1s agent", "server", cfg.Server, "node", name, "nodeIP", nodeIP, "dataDir", cfg.DataDir)
+	caPEM, err := os.ReadFile(creds.ServerCAFile)
+	if err != nil {
+		return fmt.Errorf("server CA: %w", err)
+	}
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(caPEM)
+	known, _ := servers.Servers()
+	logger.Info("Starting k1s agent", "server", cfg.Server, "apiservers", known, "node", name, "nodeIP", nodeIP, "dataDir", cfg.DataDir)
 	go trimAfterStartup(ctx, node.Ready())
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -256,15 +282,17 @@ func (a *Agent) Run(ctx context.Context) error {
 		defer close(rotated)
 		_ = rotator.Run(ctx) // nil once ctx ends; failures are logged and retried
 	}()
-	// The tunnel lets the server reach this node's API when it cannot dial
-	// the node (NAT): its streams go to the agent API on loopback only.
-	caPEM, err := os.ReadFile(creds.ServerCAFile)
-	if err != nil {
-		return fmt.Errorf("server CA: %w", err)
-	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(caPEM)
-	tun := &tunnel.Client{Server: cfg.Server, Target: net.JoinHostPort("127.0.0.1", strconv.Itoa(agentAPIPort)),
+	// The list of API servers follows the ones running.
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		_ = apiservers.Watch(ctx, client, servers.Set) // nil once ctx ends
+	}()
+	// The tunnels let the servers reach this node's API when they cannot
+	// dial the node (NAT): one to every server, so that whichever handles
+	// a request for the node reaches it; their streams go to the agent
+	// API on loopback only.
+	tun := &tunnel.Pool{Servers: servers.Servers, Target: net.JoinHostPort("127.0.0.1", strconv.Itoa(agentAPIPort)),
 		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: roots,
 			GetClientCertificate: func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return clientCert.Current(), nil }}}
 	tunneled := make(chan struct{})
@@ -275,6 +303,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	err = node.Run(ctx)
 	cancel()
 	<-rotated
+	<-watched
 	<-tunneled
 	return err
 }

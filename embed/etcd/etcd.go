@@ -1,12 +1,18 @@
-// Package etcd runs an embedded, single-member etcd server for the k1s
-// control plane: data under <data-dir>/server/db/etcd, client and peer
-// listeners on loopback only, clients authenticated with TLS certificates.
+// Package etcd runs the embedded etcd member of the k1s control plane:
+// data under <data-dir>/server/db/etcd, its client listener on loopback
+// only, clients authenticated with TLS certificates. Alone (the default)
+// its peer listener is on loopback too; one of a cluster (k1s server
+// --cluster-init, or a server that joined one) listens for its peers on
+// the node's address with TLS, and a joining member enters as a learner
+// and promotes itself once it has caught up (AddLearner, on a member of
+// the cluster, makes room for it).
 package etcd
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -30,8 +36,23 @@ type Config struct {
 	DataDir string
 	// ClientPort is the loopback port of the client listener. Default 2379.
 	ClientPort int
-	// PeerPort is the loopback port of the peer listener. Default 2380.
+	// PeerPort is the port of the peer listener. Default 2380.
 	PeerPort int
+	// PeerIP, when set, makes the member one of a cluster: its peer
+	// listener is on PeerIP:PeerPort with TLS (PeerCertFile and
+	// PeerKeyFile, peers verified against TrustedCAFile), its peer URL
+	// is kept in the membership as it changes, and it runs etcd's
+	// default 100 ms heartbeat and 1 s election timeout, which members
+	// talking over a network need. Default: nil, a lone member whose
+	// peer listener is on loopback, without TLS.
+	PeerIP                    net.IP
+	PeerCertFile, PeerKeyFile string
+	// InitialCluster joins an existing cluster, when DataDir holds no
+	// member yet: "name=peerURL,..." of every member, this one (Name,
+	// PeerURL) included, as AddLearner returns it. The member joins as a
+	// learner and promotes itself once it has caught up; Ready waits for
+	// that. Default: empty, a new cluster of this member alone.
+	InitialCluster string
 	// Name is the member name. Default: "k1s".
 	Name string
 	// CertFile/KeyFile are the server certificate; TrustedCAFile verifies clients. Required.
@@ -78,6 +99,12 @@ func (c Config) Validate() error {
 	if c.CertFile == "" || c.KeyFile == "" || c.TrustedCAFile == "" {
 		errs = append(errs, errors.New("etcd TLS files must be set"))
 	}
+	if c.PeerIP != nil && (c.PeerCertFile == "" || c.PeerKeyFile == "") {
+		errs = append(errs, errors.New("etcd peer TLS files must be set with a peer address"))
+	}
+	if c.InitialCluster != "" && c.PeerIP == nil {
+		errs = append(errs, errors.New("joining an etcd cluster needs a peer address (--node-ip)"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -103,7 +130,22 @@ func (s *Server) Endpoint() string {
 	return "https://127.0.0.1:" + strconv.Itoa(s.cfg.ClientPort)
 }
 
-// Ready is closed once etcd serves clients.
+// PeerURL is the URL the member's peers reach it at.
+func (s *Server) PeerURL() string {
+	if s.cfg.PeerIP == nil {
+		return "http://" + net.JoinHostPort("127.0.0.1", strconv.Itoa(s.cfg.PeerPort))
+	}
+	return PeerURL(s.cfg.PeerIP, s.cfg.PeerPort)
+}
+
+// PeerURL is the peer URL of a member of a cluster (Config.PeerIP) at
+// ip and port.
+func PeerURL(ip net.IP, port int) string {
+	return "https://" + net.JoinHostPort(ip.String(), strconv.Itoa(port))
+}
+
+// Ready is closed once etcd serves clients (a joining member: once it is
+// a voting member).
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
 // LocalClient returns a client that calls the member in this process
@@ -128,35 +170,60 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := checkDataDir(s.cfg.DataDir); err != nil {
 		return err
 	}
-	for _, port := range []int{s.cfg.ClientPort, s.cfg.PeerPort} {
-		if err := portFree(port); err != nil {
-			return err
-		}
+	if err := portFree(net.IPv4(127, 0, 0, 1), s.cfg.ClientPort); err != nil {
+		return err
 	}
+	peerIP := net.IPv4(127, 0, 0, 1)
+	if s.cfg.PeerIP != nil {
+		peerIP = s.cfg.PeerIP
+	}
+	if err := portFree(peerIP, s.cfg.PeerPort); err != nil {
+		return err
+	}
+	_, statErr := os.Stat(filepath.Join(s.cfg.DataDir, "member"))
+	joining := s.cfg.InitialCluster != "" && errors.Is(statErr, fs.ErrNotExist)
 
 	ec := embed.NewConfig()
 	ec.Name = s.cfg.Name
 	ec.Dir = s.cfg.DataDir
 	clientURL := url.URL{Scheme: "https", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(s.cfg.ClientPort))}
-	peerURL := url.URL{Scheme: "http", Host: net.JoinHostPort("127.0.0.1", strconv.Itoa(s.cfg.PeerPort))}
+	peerURL, err := url.Parse(s.PeerURL())
+	if err != nil {
+		return err
+	}
 	ec.ListenClientUrls = []url.URL{clientURL}
 	ec.AdvertiseClientUrls = []url.URL{clientURL}
-	ec.ListenPeerUrls = []url.URL{peerURL}
-	ec.AdvertisePeerUrls = []url.URL{peerURL}
+	ec.ListenPeerUrls = []url.URL{*peerURL}
+	ec.AdvertisePeerUrls = []url.URL{*peerURL}
 	ec.InitialCluster = ec.InitialClusterFromName(ec.Name)
+	if joining {
+		ec.InitialCluster = s.cfg.InitialCluster
+		ec.ClusterState = embed.ClusterStateFlagExisting
+	}
 	ec.ClientTLSInfo = transport.TLSInfo{
 		CertFile:       s.cfg.CertFile,
 		KeyFile:        s.cfg.KeyFile,
 		TrustedCAFile:  s.cfg.TrustedCAFile,
 		ClientCertAuth: true,
 	}
-	// A lone member still waits out a randomised election timeout before
-	// it leads and serves: with etcd's 100 ms heartbeat and 1 s election
-	// timeout that was 0.1–1 s of every start. The member has no peers to
-	// heartbeat or to lose touch with, so a short timeout costs nothing
-	// but 20 ticks a second.
-	ec.TickMs = 50
-	ec.ElectionMs = 250
+	if s.cfg.PeerIP != nil {
+		ec.PeerTLSInfo = transport.TLSInfo{
+			CertFile:       s.cfg.PeerCertFile,
+			KeyFile:        s.cfg.PeerKeyFile,
+			TrustedCAFile:  s.cfg.TrustedCAFile,
+			ClientCertAuth: true,
+		}
+	} else {
+		// A lone member still waits out a randomised election timeout
+		// before it leads and serves: with etcd's 100 ms heartbeat and
+		// 1 s election timeout that was 0.1–1 s of every start. The
+		// member has no peers to heartbeat or to lose touch with, so a
+		// short timeout costs nothing but 20 ticks a second. Members of
+		// a cluster keep etcd's defaults: a busy machine would miss a
+		// 250 ms timeout and call elections for nothing.
+		ec.TickMs = 50
+		ec.ElectionMs = 250
+	}
 	ec.SnapshotCount = s.cfg.SnapshotCount
 	if s.cfg.QuotaBackendBytes > 0 {
 		ec.QuotaBackendBytes = s.cfg.QuotaBackendBytes
@@ -188,7 +255,15 @@ func (s *Server) Run(ctx context.Context) error {
 
 	select {
 	case <-e.Server.ReadyNotify():
-		logger.V(2).Info("etcd is ready", "endpoint", clientURL.String())
+		logger.V(2).Info("etcd is ready", "endpoint", clientURL.String(), "peerURL", peerURL.String())
+		if s.cfg.PeerIP != nil {
+			if err := s.joined(ctx, e.Server, peerURL.String()); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return err
+			}
+		}
 		s.member.Store(e.Server)
 		close(s.ready)
 	case err := <-e.Err():
@@ -231,10 +306,11 @@ func checkDataDir(dir string) error {
 	return nil
 }
 
-func portFree(port int) error {
-	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+func portFree(ip net.IP, port int) error {
+	addr := net.JoinHostPort(ip.String(), strconv.Itoa(port))
+	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("etcd port 127.0.0.1:%d is in use (another k1s or etcd running?): %w", port, err)
+		return fmt.Errorf("etcd port %s is in use (another k1s or etcd running?): %w", addr, err)
 	}
 	return l.Close()
 }

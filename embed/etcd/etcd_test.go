@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -34,6 +35,9 @@ func TestValidate(t *testing.T) {
 		{"no key", func(c *Config) { c.KeyFile = "" }, []string{"TLS"}},
 		{"no CA", func(c *Config) { c.TrustedCAFile = "" }, []string{"TLS"}},
 		{"several at once", func(c *Config) { c.DataDir, c.PeerPort = "", -5 }, []string{"--data-dir", "--etcd-peer-port"}},
+		{"peer address without peer certificate", func(c *Config) { c.PeerIP = net.IPv4(192, 0, 2, 1) }, []string{"peer TLS"}},
+		{"peer address with peer certificate", func(c *Config) { c.PeerIP, c.PeerCertFile, c.PeerKeyFile = net.IPv4(192, 0, 2, 1), "pc", "pk" }, nil},
+		{"joining without a peer address", func(c *Config) { c.InitialCluster = "a=https://192.0.2.1:2380" }, []string{"--node-ip"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -69,7 +73,7 @@ func TestDefaults(t *testing.T) {
 	}
 	want := Config{DataDir: "/d", CertFile: "c", KeyFile: "k", TrustedCAFile: "ca",
 		ClientPort: 2379, PeerPort: 2380, Name: "k1s", SnapshotCount: 10000, LogLevel: "warn"}
-	if s.cfg != want {
+	if !reflect.DeepEqual(s.cfg, want) {
 		t.Errorf("defaulted config = %+v, want %+v", s.cfg, want)
 	}
 	select {

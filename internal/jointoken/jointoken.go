@@ -5,15 +5,21 @@
 // agent fetches the bundle without trust and sends its token only once the
 // bundle's hash matches. A bare bootstrap token (no K10 prefix) carries no
 // hash: the agent then needs the CA from elsewhere (--ca-file).
+// FetchCA is that check, shared by a joining agent and a joining server.
 package jointoken
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"strings"
+	"time"
 
 	bootstrapapi "k8s.io/cluster-bootstrap/token/api"
 	bootstraputil "k8s.io/cluster-bootstrap/token/util"
@@ -98,6 +104,37 @@ func (t Token) Verify(caBundle []byte) error {
 		return errors.New("the server's CA does not match the join token's CA hash: wrong server, or a token of another cluster")
 	}
 	return nil
+}
+
+// CACertsPath is where a server serves its CA bundle to anyone (k3s's
+// /cacerts).
+const CACertsPath = "/cacerts"
+
+// FetchCA fetches the CA bundle server serves at CACertsPath, without
+// trusting the connection, and returns it once it matches t's hash.
+// Nothing secret is sent.
+func FetchCA(ctx context.Context, server string, t Token) ([]byte, error) {
+	if t.CAHash == "" {
+		return nil, errors.New("the token carries no CA hash (a bare bootstrap token): give the server's CA with --ca-file, or use the K10… token from the server's <data-dir>/server/token")
+	}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // checked against the token below
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(server, "/")+CACertsPath, nil)
+	if err != nil {
+		return nil, fmt.Errorf("--server: %w", err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("fetch the server's CA from %s: %w", server, err)
+	}
+	defer resp.Body.Close()
+	ca, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("fetch the server's CA from %s: status %d %v", server, resp.StatusCode, err)
+	}
+	if err := t.Verify(ca); err != nil {
+		return nil, err
+	}
+	return ca, nil
 }
 
 // ClusterInfoName is the ConfigMap in kube-public that tells a joining

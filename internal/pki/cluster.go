@@ -23,6 +23,10 @@ const (
 	// APIServerAgentGroup lets the apiserver's client certificate reach the
 	// node agents' API (bound to system:kubelet-api-admin).
 	APIServerAgentGroup = "system:k1s-apiservers"
+	// AuthProxyUser is the aggregator's front-proxy client certificate's
+	// name: aggregated API servers trust requests from it (the
+	// requestheader-allowed-names of extension-apiserver-authentication).
+	AuthProxyUser = "system:auth-proxy"
 )
 
 // Config says what the cluster PKI must contain.
@@ -69,11 +73,21 @@ type Cluster struct {
 	APIServerServing CertKey
 	EtcdServer       CertKey
 	EtcdClient       CertKey
-	Admin            CertKey
-	Controller       CertKey
-	Scheduler        CertKey
+	// EtcdPeer is what an etcd member presents to its peers and verifies
+	// them with (server and client use; the node's addresses): a server
+	// started with --cluster-init or joined to one talks to the other
+	// members with it.
+	EtcdPeer   CertKey
+	Admin      CertKey
+	Controller CertKey
+	Scheduler  CertKey
 	// APIServerClient is what the apiserver presents to node agents.
 	APIServerClient CertKey
+	// RequestHeaderCA signs the front-proxy client certificate
+	// (AuthProxyClient) the aggregator presents to aggregated API servers,
+	// which trust the user it names in its X-Remote-* headers.
+	RequestHeaderCA *CA
+	AuthProxyClient CertKey
 
 	renewBefore time.Duration
 }
@@ -105,6 +119,9 @@ func Ensure(cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	if c.ClientCA, err = loadOrCreateCA(cfg.Dir, "client-ca", "k1s-client-ca"); err != nil {
+		return nil, err
+	}
+	if c.RequestHeaderCA, err = loadOrCreateCA(cfg.Dir, "request-header-ca", "k1s-request-header-ca"); err != nil {
 		return nil, err
 	}
 	etcdDir := filepath.Join(cfg.Dir, "etcd")
@@ -142,8 +159,10 @@ func Ensure(cfg Config) (*Cluster, error) {
 		{c.ClientCA, cfg.Dir, "client-controller", LeafSpec{CommonName: ControllerUser, Client: true}, &c.Controller},
 		{c.ClientCA, cfg.Dir, "client-scheduler", LeafSpec{CommonName: SchedulerUser, Client: true}, &c.Scheduler},
 		{c.ClientCA, cfg.Dir, "client-kube-apiserver", LeafSpec{CommonName: APIServerAgentUser, Organization: []string{APIServerAgentGroup}, Client: true}, &c.APIServerClient},
+		{c.RequestHeaderCA, cfg.Dir, "client-auth-proxy", LeafSpec{CommonName: AuthProxyUser, Client: true}, &c.AuthProxyClient},
 		{c.EtcdCA, etcdDir, "server-client", LeafSpec{CommonName: "etcd-server", DNSNames: []string{"localhost"}, IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Server: true, Client: true}, &c.EtcdServer},
 		{c.EtcdCA, etcdDir, "client", LeafSpec{CommonName: "etcd-client", Client: true}, &c.EtcdClient},
+		{c.EtcdCA, etcdDir, "peer-server-client", LeafSpec{CommonName: "etcd-peer", DNSNames: peerDNS(cfg.Hostname), IPs: uniqueIPs(append([]net.IP{net.IPv4(127, 0, 0, 1)}, cfg.IPs...)), Server: true, Client: true}, &c.EtcdPeer},
 	}
 	for _, l := range leaves {
 		ck, err := l.ca.ensureLeaf(l.dir, l.name, l.spec, c.renewBefore)
@@ -153,6 +172,15 @@ func Ensure(cfg Config) (*Cluster, error) {
 		*l.out = ck
 	}
 	return c, nil
+}
+
+// peerDNS are the etcd peer certificate's names: members reach each
+// other by address, the names are for tools.
+func peerDNS(hostname string) []string {
+	if hostname == "" || hostname == "localhost" {
+		return []string{"localhost"}
+	}
+	return []string{"localhost", hostname}
 }
 
 func uniqueIPs(ips []net.IP) []net.IP {

@@ -12,8 +12,8 @@ import (
 // Leaf is one leaf certificate k1s keeps, named for `k1s certificate`.
 type Leaf struct {
 	// Service is the component that presents it, by k3s's names
-	// (api-server, admin, controller-manager, scheduler, etcd, kubelet,
-	// kube-proxy).
+	// (api-server, admin, controller-manager, scheduler, auth-proxy,
+	// etcd, kubelet, kube-proxy).
 	Service string
 	// Name is its file name without .crt or .key, relative to the PKI
 	// directory (Ensure) or, for Node leaves, to the node's directory
@@ -30,8 +30,10 @@ var Leaves = []Leaf{
 	{Service: "admin", Name: "client-admin"},
 	{Service: "controller-manager", Name: "client-controller"},
 	{Service: "scheduler", Name: "client-scheduler"},
+	{Service: "auth-proxy", Name: "client-auth-proxy"},
 	{Service: "etcd", Name: "etcd/server-client"},
 	{Service: "etcd", Name: "etcd/client"},
+	{Service: "etcd", Name: "etcd/peer-server-client"},
 	{Service: "kubelet", Name: "client-agent", Node: true},
 	{Service: "kubelet", Name: "serving-agent", Node: true},
 	{Service: "kube-proxy", Name: "client-kube-proxy", Node: true},
@@ -39,7 +41,7 @@ var Leaves = []Leaf{
 
 // CANames are the certificate authorities Ensure keeps, relative to the
 // PKI directory (10 years; `k1s certificate rotate` leaves them).
-var CANames = []string{"server-ca", "client-ca", "etcd/server-ca"}
+var CANames = []string{"server-ca", "client-ca", "request-header-ca", "etcd/server-ca"}
 
 // Services lists the services of Leaves, in order, once each.
 func Services() []string {

@@ -55,7 +55,7 @@ func TestLeavesListsEveryFile(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("certificate files\n got %v\nwant %v", got, want)
 	}
-	if s := Services(); !slices.Equal(s, []string{"api-server", "admin", "controller-manager", "scheduler", "etcd", "kubelet", "kube-proxy"}) {
+	if s := Services(); !slices.Equal(s, []string{"api-server", "admin", "controller-manager", "scheduler", "auth-proxy", "etcd", "kubelet", "kube-proxy"}) {
 		t.Errorf("Services() = %v", s)
 	}
 }

@@ -154,9 +154,12 @@ func TestEnsureLeaves(t *testing.T) {
 		{"controller", c.Controller, "client-controller", c.ClientCA, "system:kube-controller-manager", nil, nil, nil, client},
 		{"scheduler", c.Scheduler, "client-scheduler", c.ClientCA, "system:kube-scheduler", nil, nil, nil, client},
 		{"apiserver client", c.APIServerClient, "client-kube-apiserver", c.ClientCA, "system:k1s-apiserver", []string{"system:k1s-apiservers"}, nil, nil, client},
+		{"auth proxy", c.AuthProxyClient, "client-auth-proxy", c.RequestHeaderCA, "system:auth-proxy", nil, nil, nil, client},
 		{"etcd server", c.EtcdServer, "etcd/server-client", c.EtcdCA, "etcd-server", nil, []string{"localhost"}, []string{"127.0.0.1"},
 			[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}},
 		{"etcd client", c.EtcdClient, "etcd/client", c.EtcdCA, "etcd-client", nil, nil, nil, client},
+		{"etcd peer", c.EtcdPeer, "etcd/peer-server-client", c.EtcdCA, "etcd-peer", nil, []string{"localhost", "node-a"}, []string{"127.0.0.1", "192.0.2.10"},
+			[]x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -249,9 +252,9 @@ func TestEnsureFileModes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 3 CAs and 7 leaves.
-	if keys != 10 || certs != 10 {
-		t.Errorf("got %d keys and %d certificates, want 10 of each", keys, certs)
+	// 4 CAs and 9 leaves.
+	if keys != 13 || certs != 13 {
+		t.Errorf("got %d keys and %d certificates, want 13 of each", keys, certs)
 	}
 	for _, dir := range []string{cfg.Dir, filepath.Join(cfg.Dir, "etcd")} {
 		info, err := os.Stat(dir)
@@ -340,14 +343,14 @@ func TestEnsureReissue(t *testing.T) {
 			want:   []string{"serving-kube-apiserver.crt", "serving-kube-apiserver.key"},
 		},
 		{
-			name:   "a new hostname re-issues only the serving certificate",
+			name:   "a new hostname re-issues only the serving and etcd peer certificates",
 			change: func(_ *testing.T, cfg *Config) { cfg.Hostname = "node-b" },
-			want:   []string{"serving-kube-apiserver.crt", "serving-kube-apiserver.key"},
+			want:   []string{"serving-kube-apiserver.crt", "serving-kube-apiserver.key", "etcd/peer-server-client.crt", "etcd/peer-server-client.key"},
 		},
 		{
-			name:   "a removed node IP re-issues only the serving certificate",
+			name:   "a removed node IP re-issues only the serving and etcd peer certificates",
 			change: func(_ *testing.T, cfg *Config) { cfg.IPs = nil },
-			want:   []string{"serving-kube-apiserver.crt", "serving-kube-apiserver.key"},
+			want:   []string{"serving-kube-apiserver.crt", "serving-kube-apiserver.key", "etcd/peer-server-client.crt", "etcd/peer-server-client.key"},
 		},
 		{
 			name: "a leaf near expiry is re-issued",

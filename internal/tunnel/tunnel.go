@@ -14,7 +14,10 @@
 // Server side: Registry keeps one session per node and Dialer dials an
 // agent address directly, falling back to the node's tunnel when the
 // direct dial fails (and using the tunnel at once for a while after such
-// a failure). Agent side: Client keeps the tunnel open, reconnecting.
+// a failure). Agent side: Client keeps the tunnel open, reconnecting;
+// Pool keeps one Client per server of a changing list (k3s's agent keeps
+// a tunnel to every server), so that whichever apiserver handles a
+// request for the node's API reaches it.
 package tunnel
 
 import (
@@ -274,7 +277,7 @@ func (c *Client) Run(ctx context.Context) error {
 		if time.Since(start) > time.Minute {
 			delay = time.Second
 		}
-		logger.V(2).Info("Tunnel to the server closed; reconnecting", "err", err, "in", delay)
+		logger.V(2).Info("Tunnel to the server closed; reconnecting", "server", c.Server, "err", err, "in", delay)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -325,6 +328,69 @@ func (c *Client) relay(stream net.Conn) {
 	_, _ = io.Copy(stream, local)
 	_ = stream.Close()
 	<-done
+}
+
+// Pool keeps a tunnel to each server of a changing list: one Client per
+// server, started when the server appears and stopped when it leaves.
+// Run once.
+type Pool struct {
+	// Servers returns the servers to keep a tunnel to (host:port) and a
+	// channel closed when they change (apiservers.Balancer.Servers).
+	Servers func() ([]string, <-chan struct{})
+	// TLSConfig and Target are each Client's; the TLS server name is
+	// each server's host unless TLSConfig names one.
+	TLSConfig *tls.Config
+	Target    string
+}
+
+// Run keeps the tunnels open until ctx ends; it returns nil then.
+func (p *Pool) Run(ctx context.Context) error {
+	type running struct {
+		cancel context.CancelFunc
+		done   chan struct{}
+	}
+	active := map[string]running{}
+	stop := func(server string) {
+		r := active[server]
+		r.cancel()
+		<-r.done
+		delete(active, server)
+	}
+	defer func() {
+		for s := range active {
+			stop(s)
+		}
+	}()
+	for {
+		servers, changed := p.Servers()
+		want := map[string]bool{}
+		for _, s := range servers {
+			want[s] = true
+		}
+		for s := range active {
+			if !want[s] {
+				stop(s)
+			}
+		}
+		for s := range want {
+			if _, ok := active[s]; ok {
+				continue
+			}
+			cctx, cancel := context.WithCancel(ctx)
+			r := running{cancel: cancel, done: make(chan struct{})}
+			active[s] = r
+			c := &Client{Server: "https://" + s, TLSConfig: p.TLSConfig, Target: p.Target}
+			go func() {
+				defer close(r.done)
+				_ = c.Run(cctx)
+			}()
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		}
+	}
 }
 
 // ErrRefused is returned when the server answers the tunnel request with

@@ -10,7 +10,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -162,4 +164,76 @@ func TestTunnelRefusedToNonNodes(t *testing.T) {
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "403") {
 		t.Fatalf("a user not a node: %v, want a 403 refusal", err)
 	}
+}
+
+// waitHas waits until reg has (or, want false, no longer has) n1's tunnel.
+func waitHas(t *testing.T, reg *Registry, want bool, what string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for reg.Has("n1") != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: tunnel registered %v, want %v", what, !want, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestPool: the agent keeps a tunnel to every server of its list; a server
+// leaving the list loses its tunnel, one joining gets one, and each server
+// reaches the agent's API through its own.
+func TestPool(t *testing.T) {
+	regs := []*Registry{NewRegistry(), NewRegistry(), NewRegistry()}
+	var srvs []*httptest.Server
+	for _, r := range regs {
+		defer r.Close()
+		srvs = append(srvs, server(t, r, "system:node:n1"))
+	}
+	addr := func(i int) string { return srvs[i].Listener.Addr().String() }
+	roots := x509.NewCertPool()
+	roots.AddCert(srvs[0].Certificate()) // httptest's servers share one certificate
+
+	var mu sync.Mutex
+	list, changed := []string{addr(0), addr(1)}, make(chan struct{})
+	setList := func(l ...string) {
+		mu.Lock()
+		list = l
+		close(changed)
+		changed = make(chan struct{})
+		mu.Unlock()
+	}
+	p := &Pool{
+		Servers: func() ([]string, <-chan struct{}) {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(list), changed
+		},
+		TLSConfig: &tls.Config{RootCAs: roots},
+		Target:    agentAPI(t),
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- p.Run(ctx) }()
+	waitHas(t, regs[0], true, "server 0")
+	waitHas(t, regs[1], true, "server 1")
+	for i := range 2 {
+		c, ok := regs[i].Open("n1")
+		if !ok {
+			t.Fatalf("server %d: no stream", i)
+		}
+		if got := roundTrip(t, c, "hi"); got != "agent:hi" {
+			t.Errorf("server %d through its tunnel: %q", i, got)
+		}
+	}
+	setList(addr(1), addr(2))
+	waitHas(t, regs[0], false, "server 0 left the list")
+	waitHas(t, regs[2], true, "server 2 joined the list")
+	if !regs[1].Has("n1") {
+		t.Error("server 1's tunnel closed although it stayed listed")
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run: %v", err)
+	}
+	waitHas(t, regs[1], false, "after the pool stopped")
+	waitHas(t, regs[2], false, "after the pool stopped")
 }

@@ -6,10 +6,12 @@ import (
 
 	"k8s.io/apiserver/pkg/admission"
 
+	"github.com/k1s/k1s/server/admission/clustertrustbundleattest"
 	"github.com/k1s/k1s/server/admission/defaulttolerationseconds"
 	"github.com/k1s/k1s/server/admission/limitranger"
 	"github.com/k1s/k1s/server/admission/priority"
 	"github.com/k1s/k1s/server/admission/resourcequota"
+	"github.com/k1s/k1s/server/admission/runtimeclass"
 	"github.com/k1s/k1s/server/admission/serviceaccount"
 )
 
@@ -32,6 +34,8 @@ func (d *dependencies) admissionPlugins(drained <-chan struct{}) (before, after 
 				UnreachableTolerationSeconds: d.cfg.DefaultUnreachableTolerationSeconds,
 			})
 		})},
+		admissionPlugin{runtimeclass.Name, factory(func() (admission.Interface, error) { return runtimeclass.New(d.client, d.informers) })},
+		admissionPlugin{clustertrustbundleattest.Name, factory(func() (admission.Interface, error) { return clustertrustbundleattest.New(d.authorizer), nil })},
 	)
 	after = []admissionPlugin{
 		{resourcequota.Name, factory(func() (admission.Interface, error) {

@@ -66,8 +66,14 @@ type dependencies struct {
 	ruleResolver         authorizer.RuleResolver
 	rbac                 *rbac.Authorizer
 	nodeAuthz            *node.Authorizer
+	// apiServices is done once the built-in APIServices are Available
+	// (the aggregator's autoregistration); ready waits for it.
+	apiServices *apiServiceWaiter
 	// tunnels are the nodes' tunnels to the server (internal/tunnel).
 	tunnels *tunnel.Registry
+	// endpointLeases are the apiservers' leases behind the kubernetes
+	// service's endpoints.
+	endpointLeases endpointLeases
 }
 
 // tokenCacheSuccessTTL is how long a successful token authentication is
@@ -95,6 +101,12 @@ func (d *dependencies) applyAuth(gc *genericapiserver.RecommendedConfig) error {
 		return err
 	}
 	reqAuth := []authenticator.Request{x509request.NewDynamic(ca.VerifyOptions, x509request.CommonNameUserConversion)}
+	// A front proxy's requests first, as kube-apiserver orders them.
+	if rh, err := d.requestHeaderAuthenticator(gc); err != nil {
+		return err
+	} else if rh != nil {
+		reqAuth = append([]authenticator.Request{rh}, reqAuth...)
+	}
 	if len(d.tokenAuthenticators) > 0 {
 		// Successful token authentications are cached for 10 s and
 		// failures not at all, as kube-apiserver does: a JWT signature

@@ -68,9 +68,11 @@ func (d *dependencies) buildAuthorizers() ([]authzunion.NamedAuthorizer, []autho
 // nodeAdmission returns the NodeRestriction plugin.
 func (d *dependencies) nodeAdmission() []admissionPlugin {
 	return []admissionPlugin{{noderestriction.Name, func(io.Reader) (admission.Interface, error) {
-		pods, nodes := d.informers.Core().V1().Pods(), d.informers.Core().V1().Nodes()
-		p := noderestriction.New(pods.Lister(), nodes.Lister(), d.authorizer)
-		p.SetReadyFunc(func() bool { return pods.Informer().HasSynced() && nodes.Informer().HasSynced() })
+		pods, nodes, sas := d.informers.Core().V1().Pods(), d.informers.Core().V1().Nodes(), d.informers.Core().V1().ServiceAccounts()
+		p := noderestriction.New(pods.Lister(), nodes.Lister(), sas.Lister(), d.authorizer)
+		p.SetReadyFunc(func() bool {
+			return pods.Informer().HasSynced() && nodes.Informer().HasSynced() && sas.Informer().HasSynced()
+		})
 		return p, nil
 	}}}
 }

@@ -1,7 +1,9 @@
 // Package apiserver assembles the k1s API server: k8s.io/apiserver's generic
 // server with etcd3 storage serving the k8s.io/api groups through k1s's own
 // registry strategies, k8s.io/apiextensions-apiserver for CRDs in the same
-// handler chain, authentication (x509, service-account and bootstrap tokens),
+// handler chain behind it and k8s.io/kube-aggregator (APIServices,
+// aggregated API servers) in front, authentication (x509, requestheader,
+// service-account and bootstrap tokens), API Priority and Fairness,
 // authorization (node authorizer and RBAC) and admission.
 package apiserver
 
@@ -9,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -44,6 +47,12 @@ type Config struct {
 	// own keys use it instead of dialling. Health checks still dial.
 	EtcdLocalClient func() (*clientv3.Client, error)
 
+	// PublicHandlers are served at their paths in front of the handler
+	// chain (no authentication, audit or priority and fairness): each
+	// checks its caller itself (the endpoints servers joining the
+	// cluster call with the server token). Default: none.
+	PublicHandlers map[string]http.Handler
+
 	// InProcess, when set, is handed the server's handler once it serves,
 	// for clients in the same process (internal/loopback); the
 	// apiserver's own loopback clients use it too.
@@ -58,6 +67,19 @@ type Config struct {
 	ServerCAFile string
 	// AgentClientCertFile/KeyFile is what the apiserver presents to node agents.
 	AgentClientCertFile, AgentClientKeyFile string
+
+	// RequestHeaderCAFile verifies the client certificate of a front
+	// proxy that names its user in X-Remote-User/-Uid/-Group/-Extra-*
+	// headers (requestheader authentication; the proxy's name must be
+	// pki.AuthProxyUser). It is published, with ClientCAFile, in
+	// kube-system/extension-apiserver-authentication for aggregated API
+	// servers. Default: none, no requestheader authentication.
+	RequestHeaderCAFile string
+	// ProxyClientCertFile/KeyFile is the front-proxy client certificate
+	// (signed by RequestHeaderCAFile's CA) the aggregator presents to
+	// aggregated API servers; read again when the files change. Default:
+	// none, the aggregator presents no certificate.
+	ProxyClientCertFile, ProxyClientKeyFile string
 
 	// ServiceAccountKeyFile is the PEM private key signing service-account
 	// tokens; created if missing. Required.

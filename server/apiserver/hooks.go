@@ -82,6 +82,21 @@ func (d *dependencies) bootstrap(ctx context.Context) error {
 		}
 		return nil
 	})
+	// API Priority and Fairness's FlowSchemas and priority levels
+	// (kube-apiserver's priority-and-fairness-config-producer).
+	group.Go(func() error { return d.ensureFlowControlConfiguration(ctx) })
+	// How this apiserver authenticates, for aggregated API servers.
+	group.Go(func() error {
+		info, err := d.newAuthenticationInfo()
+		if err == nil {
+			err = info.reconcile(ctx)
+		}
+		if err != nil {
+			return fmt.Errorf("publish the authentication configuration: %w", err)
+		}
+		go info.run(ctx, time.Minute)
+		return nil
+	})
 	if err := group.Wait(); err != nil {
 		return err
 	}
@@ -104,6 +119,7 @@ func (d *dependencies) bootstrap(ctx context.Context) error {
 		address:   d.cfg.AdvertiseAddress,
 		port:      int32(d.cfg.SecurePort),
 		interval:  10 * time.Second,
+		leases:    d.endpointLeases,
 	}
 	if err := ks.reconcile(ctx); err != nil {
 		return err
@@ -114,6 +130,20 @@ func (d *dependencies) bootstrap(ctx context.Context) error {
 	for typ, ok := range d.informers.WaitForCacheSync(ctx.Done()) {
 		if !ok {
 			return fmt.Errorf("informer for %v did not sync", typ)
+		}
+	}
+	// Until its APIService is Available the aggregator would not list a
+	// group in /apis. The local ones are marked Available at once: one
+	// that is not within a minute is a fault.
+	if d.apiServices != nil {
+		t := time.NewTimer(apiServicesTimeout)
+		defer t.Stop()
+		select {
+		case <-d.apiServices.Done():
+		case <-t.C:
+			return fmt.Errorf("built-in APIServices not Available after %v: %v", apiServicesTimeout, d.apiServices.Pending())
+		case <-ctx.Done():
+			return fmt.Errorf("built-in APIServices not Available: %w", ctx.Err())
 		}
 	}
 	return nil
@@ -149,6 +179,9 @@ func (d *dependencies) defaultServiceCIDR(ctx context.Context) error {
 	}
 	return nil
 }
+
+// apiServicesTimeout bounds the wait for the built-in APIServices.
+const apiServicesTimeout = time.Minute
 
 // DefaultServiceCIDRName is the ServiceCIDR describing --service-cidr.
 const DefaultServiceCIDRName = "kubernetes"

@@ -39,14 +39,17 @@ func (d *dependencies) installAPIs(server *genericapiserver.GenericAPIServer, op
 			return err
 		}
 		set.stores[r.GroupResource()] = st
-		set.add(r.GVR.GroupVersion(), r.GVR.Resource, st)
-		if st.StatusStore != nil {
-			set.add(r.GVR.GroupVersion(), r.GVR.Resource+"/status", registry.NewStatusREST(st.StatusStore))
+		for _, gv := range append([]schema.GroupVersion{r.GVR.GroupVersion()}, r.AlsoServedAs...) {
+			set.add(gv, r.GVR.Resource, st)
+			if st.StatusStore != nil {
+				set.add(gv, r.GVR.Resource+"/status", registry.NewStatusREST(st.StatusStore))
+			}
 		}
 	}
 	if err := d.addSubresources(set); err != nil {
 		return err
 	}
+	d.addGroupSubresources(set)
 	d.serviceAllocators.Install(set.stores[schema.GroupResource{Resource: "services"}].Store)
 
 	// The legacy core group is served under /api.

@@ -1,11 +1,16 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
@@ -19,14 +24,30 @@ import (
 )
 
 // kubernetesService keeps default/kubernetes (service, endpoints and
-// endpoint slice) pointing at this apiserver, as kube-apiserver's
-// endpoint reconciler does.
+// endpoint slice) pointing at the apiservers, as kube-apiserver's lease
+// endpoint reconciler does: each apiserver keeps a lease for its address
+// (leases) and writes the endpoints from every live lease, so with several
+// servers each is listed, and one that stops drops out once its lease
+// ends (at once when it stops cleanly). Agents read the endpoints to learn
+// the servers they may fail over to.
 type kubernetesService struct {
 	client    kubernetes.Interface
 	clusterIP net.IP
 	address   net.IP
 	port      int32
 	interval  time.Duration
+	// leases holds the apiservers' addresses; nil: this one alone.
+	leases endpointLeases
+}
+
+// endpointLeases are the apiservers' leases on their addresses.
+type endpointLeases interface {
+	// Update renews this apiserver's lease on ip.
+	Update(ctx context.Context, ip net.IP) error
+	// List returns the addresses whose lease is live.
+	List(ctx context.Context) ([]net.IP, error)
+	// Remove ends the lease on ip.
+	Remove(ctx context.Context, ip net.IP) error
 }
 
 const kubernetesName = "kubernetes"
@@ -40,6 +61,24 @@ func (k *kubernetesService) run(ctx context.Context) {
 			klog.FromContext(ctx).Error(err, "Failed to reconcile the kubernetes service")
 		}
 	}, k.interval)
+	if k.leases == nil || k.address.IsLoopback() {
+		return
+	}
+	// Stopping: the other apiservers list this one no more. The lease
+	// goes first (they reconcile from the leases); the endpoints follow
+	// at once if this apiserver still answers.
+	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+	defer cancel()
+	if err := k.leases.Remove(stop, k.address); err != nil {
+		klog.FromContext(ctx).V(2).Info("Could not end this apiserver's endpoint lease", "err", err)
+		return
+	}
+	if ips, err := k.leases.List(stop); err == nil {
+		if ips = k.usable(ips, false); len(ips) > 0 {
+			_ = k.endpoints(stop, ips)
+			_ = k.endpointSlice(stop, ips)
+		}
+	}
 }
 
 func (k *kubernetesService) reconcile(ctx context.Context) error {
@@ -51,10 +90,48 @@ func (k *kubernetesService) reconcile(ctx context.Context) error {
 		// loopback apiserver through the service anyway.
 		return nil
 	}
-	if err := k.endpoints(ctx); err != nil {
+	ips, err := k.addresses(ctx)
+	if err != nil {
 		return err
 	}
-	return k.endpointSlice(ctx)
+	if err := k.endpoints(ctx, ips); err != nil {
+		return err
+	}
+	return k.endpointSlice(ctx, ips)
+}
+
+// addresses renews this apiserver's lease and returns the addresses of
+// the live ones, sorted, this one's always included.
+func (k *kubernetesService) addresses(ctx context.Context) ([]net.IP, error) {
+	if k.leases == nil {
+		return []net.IP{k.address}, nil
+	}
+	if err := k.leases.Update(ctx, k.address); err != nil {
+		return nil, fmt.Errorf("renew the apiserver's endpoint lease: %w", err)
+	}
+	ips, err := k.leases.List(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list the apiservers' endpoint leases: %w", err)
+	}
+	return k.usable(ips, true), nil
+}
+
+// usable keeps the addresses of this apiserver's family that are not
+// loopback, sorted, with this one's or without.
+func (k *kubernetesService) usable(ips []net.IP, self bool) []net.IP {
+	family := k.address.To4() != nil
+	var out []net.IP
+	if self {
+		out = append(out, k.address)
+	}
+	for _, ip := range ips {
+		// One address family per slice (and per upstream's endpoints).
+		if !ip.Equal(k.address) && (ip.To4() != nil) == family && !ip.IsLoopback() {
+			out = append(out, ip)
+		}
+	}
+	slices.SortFunc(out, func(a, b net.IP) int { return bytes.Compare(a.To16(), b.To16()) })
+	return out
 }
 
 func (k *kubernetesService) service(ctx context.Context) error {
@@ -95,10 +172,14 @@ func (k *kubernetesService) service(ctx context.Context) error {
 	return err
 }
 
-func (k *kubernetesService) endpoints(ctx context.Context) error {
+func (k *kubernetesService) endpoints(ctx context.Context, ips []net.IP) error {
 	eps := k.client.CoreV1().Endpoints(metav1.NamespaceDefault)
+	var addrs []corev1.EndpointAddress
+	for _, ip := range ips {
+		addrs = append(addrs, corev1.EndpointAddress{IP: ip.String()})
+	}
 	subsets := []corev1.EndpointSubset{{
-		Addresses: []corev1.EndpointAddress{{IP: k.address.String()}},
+		Addresses: addrs,
 		Ports:     []corev1.EndpointPort{{Name: "https", Port: k.port, Protocol: corev1.ProtocolTCP}},
 	}}
 	cur, err := eps.Get(ctx, kubernetesName, metav1.GetOptions{})
@@ -123,24 +204,28 @@ func (k *kubernetesService) endpoints(ctx context.Context) error {
 	return err
 }
 
-func (k *kubernetesService) endpointSlice(ctx context.Context) error {
-	slices := k.client.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault)
+func (k *kubernetesService) endpointSlice(ctx context.Context, ips []net.IP) error {
+	api := k.client.DiscoveryV1().EndpointSlices(metav1.NamespaceDefault)
 	addrType := discoveryv1.AddressTypeIPv4
 	if k.address.To4() == nil {
 		addrType = discoveryv1.AddressTypeIPv6
 	}
+	var endpoints []discoveryv1.Endpoint
+	for _, ip := range ips {
+		endpoints = append(endpoints, discoveryv1.Endpoint{
+			Addresses:  []string{ip.String()},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+		})
+	}
 	want := discoveryv1.EndpointSlice{
 		AddressType: addrType,
-		Endpoints: []discoveryv1.Endpoint{{
-			Addresses:  []string{k.address.String()},
-			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
-		}},
-		Ports: []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(k.port), Protocol: ptr.To(corev1.ProtocolTCP)}},
+		Endpoints:   endpoints,
+		Ports:       []discoveryv1.EndpointPort{{Name: ptr.To("https"), Port: ptr.To(k.port), Protocol: ptr.To(corev1.ProtocolTCP)}},
 	}
-	cur, err := slices.Get(ctx, kubernetesName, metav1.GetOptions{})
+	cur, err := api.Get(ctx, kubernetesName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		want.ObjectMeta = metav1.ObjectMeta{Name: kubernetesName, Labels: map[string]string{discoveryv1.LabelServiceName: kubernetesName}}
-		_, err = slices.Create(ctx, &want, metav1.CreateOptions{})
+		_, err = api.Create(ctx, &want, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			return nil
 		}
@@ -154,12 +239,66 @@ func (k *kubernetesService) endpointSlice(ctx context.Context) error {
 	}
 	if cur.AddressType != want.AddressType {
 		// addressType is immutable: replace the slice.
-		if err := slices.Delete(ctx, kubernetesName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		if err := api.Delete(ctx, kubernetesName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
-		return k.endpointSlice(ctx)
+		return k.endpointSlice(ctx, ips)
 	}
 	cur.Endpoints, cur.Ports = want.Endpoints, want.Ports
-	_, err = slices.Update(ctx, cur, metav1.UpdateOptions{})
+	_, err = api.Update(ctx, cur, metav1.UpdateOptions{})
+	return err
+}
+
+// etcdLeases keeps the apiservers' endpoint leases in etcd, as
+// kube-apiserver's lease reconciler does: a key per address under
+// <prefix>/masterleases/ bound to an etcd lease of ttl.
+type etcdLeases struct {
+	client *clientv3.Client
+	prefix string // ends in "/"
+	ttl    time.Duration
+
+	mu    sync.Mutex
+	lease clientv3.LeaseID
+}
+
+func newEtcdLeases(client *clientv3.Client, etcdPrefix string) *etcdLeases {
+	return &etcdLeases{client: client, prefix: strings.TrimSuffix(etcdPrefix, "/") + "/masterleases/", ttl: 15 * time.Second}
+}
+
+func (l *etcdLeases) Update(ctx context.Context, ip net.IP) error {
+	lease, err := l.client.Grant(ctx, int64(l.ttl/time.Second))
+	if err != nil {
+		return err
+	}
+	if _, err := l.client.Put(ctx, l.prefix+ip.String(), ip.String(), clientv3.WithLease(lease.ID)); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	old := l.lease
+	l.lease = lease.ID
+	l.mu.Unlock()
+	if old != 0 {
+		// Its key is on the new lease now.
+		_, _ = l.client.Revoke(ctx, old)
+	}
+	return nil
+}
+
+func (l *etcdLeases) List(ctx context.Context) ([]net.IP, error) {
+	resp, err := l.client.Get(ctx, l.prefix, clientv3.WithPrefix())
+	if err != nil {
+		return nil, err
+	}
+	var out []net.IP
+	for _, kv := range resp.Kvs {
+		if ip := net.ParseIP(string(kv.Value)); ip != nil {
+			out = append(out, ip)
+		}
+	}
+	return out, nil
+}
+
+func (l *etcdLeases) Remove(ctx context.Context, ip net.IP) error {
+	_, err := l.client.Delete(ctx, l.prefix+ip.String())
 	return err
 }

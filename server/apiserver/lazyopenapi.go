@@ -22,7 +22,8 @@ import (
 )
 
 // installOpenAPI serves /openapi/v2 and /openapi/v3 on core's mux for the
-// built-in resources (core's and apiextensions' routes), and hands both
+// built-in resources (core's, apiextensions' and the aggregator's routes;
+// requests reach core's mux through the aggregator's), and hands both
 // services to the CRD OpenAPI controllers (through ext), which add the
 // custom resources.
 //
@@ -34,8 +35,8 @@ import (
 // has been turned into the JSON the handler caches, its object form is let
 // go.
 // What is served is what the eager build serves.
-func installOpenAPI(core, ext *genericapiserver.GenericAPIServer, v2 *openapicommon.Config, v3 *openapicommon.OpenAPIV3Config) error {
-	webServices := servedWebServices(core, ext)
+func installOpenAPI(core, ext, agg *genericapiserver.GenericAPIServer, v2 *openapicommon.Config, v3 *openapicommon.OpenAPIV3Config) error {
+	webServices := servedWebServices(core, ext, agg)
 
 	static := &lazySwagger{build: func() (*spec.Swagger, error) {
 		sw, err := builder2.BuildOpenAPISpecFromRoutes(restfuladapter.AdaptWebServices(webServices), v2)
@@ -79,12 +80,12 @@ func installOpenAPI(core, ext *genericapiserver.GenericAPIServer, v2 *openapicom
 	return nil
 }
 
-// servedWebServices lists the go-restful web services of core and of the
-// apiextensions server behind it, one per root path (core's first).
-func servedWebServices(core, ext *genericapiserver.GenericAPIServer) []*restful.WebService {
+// servedWebServices lists the go-restful web services of the servers of
+// the chain, one per root path (the first server's first).
+func servedWebServices(servers ...*genericapiserver.GenericAPIServer) []*restful.WebService {
 	seen := map[string]bool{}
 	var out []*restful.WebService
-	for _, s := range []*genericapiserver.GenericAPIServer{core, ext} {
+	for _, s := range servers {
 		for _, ws := range s.Handler.GoRestfulContainer.RegisteredWebServices() {
 			if seen[ws.RootPath()] {
 				continue

@@ -282,6 +282,8 @@ func resources() []*registry.Resource {
 	add(res(ar, "mutatingadmissionpolicybindings", "MutatingAdmissionPolicyBinding", false, func() runtime.Object { return &admissionregistrationv1.MutatingAdmissionPolicyBinding{} }, func() runtime.Object { return &admissionregistrationv1.MutatingAdmissionPolicyBindingList{} }), func(r *registry.Resource) {
 		r.Categories = []string{"api-extensions"}
 	})
+	out = append(out, flowcontrolResources()...)
+	out = append(out, groupResources()...)
 	return out
 }
 

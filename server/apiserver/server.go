@@ -32,6 +32,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
+	aggregatorscheme "k8s.io/kube-aggregator/pkg/apiserver/scheme"
 
 	"github.com/k1s/k1s/internal/tunnel"
 	"github.com/k1s/k1s/server/apiserver/openapi"
@@ -90,7 +91,8 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	defer shared.release()
 	deps := &dependencies{cfg: &s.cfg, client: client, informers: factory, logger: logger, ready: s.ready, openAPIRead: s.settled,
-		tunnels: tunnel.NewRegistry(),
+		tunnels:        tunnel.NewRegistry(),
+		endpointLeases: newEtcdLeases(etcdClient.Client, s.cfg.EtcdPrefix),
 		serviceAllocators: &service.Allocators{
 			IPs:   service.NewIPAllocator(etcdClient.Client, s.cfg.EtcdPrefix+"/k1s/serviceips/", s.cfg.ServiceCIDR),
 			Ports: service.NewPortAllocator(etcdClient.Client, s.cfg.EtcdPrefix+"/k1s/nodeports/", s.cfg.NodePortRange),
@@ -101,6 +103,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := deps.applyAdmission(gc); err != nil {
 		return err
 	}
+	deps.applyFlowControl(gc)
 
 	// CRDs: apiextensions-apiserver shares the config and sits behind the
 	// core server in the delegation chain.
@@ -112,6 +115,10 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("create apiextensions server: %w", err)
 	}
+	// APIServices: kube-aggregator shares the config too and sits in
+	// front of the core server; aggregated APIs are dialled at their
+	// Service's cluster IP, as webhooks are.
+	aggConfig := s.aggregatorConfig(*gc, etcdOpts, shared, clusterIPResolver{services: factory.Core().V1().Services().Lister()})
 
 	core, err := gc.Complete().New("k1s-apiserver", extServer.GenericAPIServer)
 	if err != nil {
@@ -146,21 +153,28 @@ func (s *Server) Run(ctx context.Context) error {
 	}))
 	failed := make(chan error, 1)
 	deps.addHooks(core, s.ready, failed)
-	watchCRDGroups(core, extServer)
-
-	// /openapi/v2 and /openapi/v3 describe built-in and custom types; the
-	// CRD OpenAPI controllers publish into the core server's services.
-	if err := installOpenAPI(core, extServer.GenericAPIServer, gc.OpenAPIConfig, gc.OpenAPIV3Config); err != nil {
+	// After the core's hooks are added: the aggregator takes them over.
+	agg, apiServices, err := newAggregator(aggConfig, core, extServer.Informers.Apiextensions().V1().CustomResourceDefinitions())
+	if err != nil {
 		return err
 	}
-	prepared := core.PrepareRun()
+	agg.GenericAPIServer.ShutdownTimeout = shutdownTimeout
+	deps.apiServices = apiServices
+
+	// /openapi/v2 and /openapi/v3 describe built-in, APIService and custom
+	// types; the CRD OpenAPI controllers publish into the core server's
+	// services.
+	if err := installOpenAPI(core, extServer.GenericAPIServer, agg.GenericAPIServer, gc.OpenAPIConfig, gc.OpenAPIV3Config); err != nil {
+		return err
+	}
+	prepared := prepareAggregator(agg)
 
 	logger.Info("Starting apiserver", "address", fmt.Sprintf("%s:%d", s.cfg.BindAddress, s.cfg.SecurePort))
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan error, 1)
 	if s.cfg.InProcess != nil {
-		s.cfg.InProcess.Serve(core.Handler)
+		s.cfg.InProcess.Serve(agg.GenericAPIServer.Handler)
 		defer s.cfg.InProcess.Stop()
 	}
 	go func() { done <- prepared.RunWithContext(runCtx) }()
@@ -176,6 +190,18 @@ func (s *Server) Run(ctx context.Context) error {
 	cancel()
 	<-done
 	return failure
+}
+
+// withPublicHandlers serves the paths of handlers itself and hands every
+// other request to next.
+func withPublicHandlers(next http.Handler, handlers map[string]http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h, ok := handlers[r.URL.Path]; ok {
+			h.ServeHTTP(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // shutdownTimeout bounds the wait for open connections at shutdown.
@@ -210,7 +236,7 @@ func (s *Server) genericConfig(shared *sharedEtcd) (*genericapiserver.Recommende
 	gc.AggregatedDiscoveryGroupManager = discoveryaggregated.NewResourceManager("apis")
 	gc.EffectiveVersion = utilcompatibility.DefaultBuildEffectiveVersion()
 
-	namer := openapinamer.NewDefinitionNamer(scheme.Scheme, apiextensionsapiserver.Scheme)
+	namer := openapinamer.NewDefinitionNamer(scheme.Scheme, apiextensionsapiserver.Scheme, aggregatorscheme.Scheme)
 	gc.OpenAPIConfig = genericapiserver.DefaultOpenAPIConfig(openapi.GetOpenAPIDefinitions, namer)
 	gc.OpenAPIConfig.Info.Title = "Kubernetes"
 	gc.OpenAPIV3Config = genericapiserver.DefaultOpenAPIV3Config(openapi.GetOpenAPIDefinitions, namer)
@@ -219,6 +245,13 @@ func (s *Server) genericConfig(shared *sharedEtcd) (*genericapiserver.Recommende
 	gc.OpenAPIV3Config.Info.Version = gc.EffectiveVersion.Info().GitVersion
 	// Served lazily by installOpenAPI instead.
 	gc.SkipOpenAPIInstallation = true
+	if len(s.cfg.PublicHandlers) > 0 {
+		// In front of the filters (authentication would take the
+		// Authorization header away): each handler checks its caller.
+		gc.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
+			return withPublicHandlers(genericapiserver.DefaultBuildHandlerChain(h, c), s.cfg.PublicHandlers)
+		}
+	}
 
 	// Serving.
 	serving := genericoptions.NewSecureServingOptions()

@@ -15,6 +15,7 @@ import (
 	"github.com/k1s/k1s/internal/apis/core"
 	"github.com/k1s/k1s/internal/apis/discovery"
 	"github.com/k1s/k1s/internal/apis/events"
+	"github.com/k1s/k1s/internal/apis/flowcontrol"
 	"github.com/k1s/k1s/internal/apis/networking"
 	"github.com/k1s/k1s/internal/apis/policy"
 	"github.com/k1s/k1s/internal/apis/rbac"
@@ -98,11 +99,17 @@ var validation = map[schema.GroupResource]validators{
 	gr("policy", "poddisruptionbudgets"):                    v(policy.ValidatePodDisruptionBudget, policy.ValidatePodDisruptionBudgetUpdate, policy.ValidatePodDisruptionBudgetStatusUpdate),
 	gr("scheduling.k8s.io", "priorityclasses"):              v(scheduling.ValidatePriorityClass, scheduling.ValidatePriorityClassUpdate, nil),
 	gr("certificates.k8s.io", "certificatesigningrequests"): v(certificates.ValidateCertificateSigningRequest, certificates.ValidateCertificateSigningRequestUpdate, certificates.ValidateCertificateSigningRequestStatusUpdate),
+
+	gr("flowcontrol.apiserver.k8s.io", "flowschemas"):                 v(flowcontrol.ValidateFlowSchema, flowcontrol.ValidateFlowSchemaUpdate, flowcontrol.ValidateFlowSchemaStatusUpdate),
+	gr("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"): v(flowcontrol.ValidatePriorityLevelConfiguration, flowcontrol.ValidatePriorityLevelConfigurationUpdate, flowcontrol.ValidatePriorityLevelConfigurationStatusUpdate),
 }
 
 // attachValidation sets the validation hooks of r from the internal/apis packages.
 func (d *dependencies) attachValidation(r *registry.Resource) {
 	val, ok := validation[r.GroupResource()]
+	if !ok {
+		val, ok = d.groupValidation()[r.GroupResource()]
+	}
 	if !ok {
 		return
 	}

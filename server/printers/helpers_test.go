@@ -45,6 +45,25 @@ var kindOf = map[schema.GroupResource]schema.GroupVersionKind{
 	{Group: "apps", Resource: "controllerrevisions"}:                       {Group: "apps", Version: "v1", Kind: "ControllerRevision"},
 	{Group: "batch", Resource: "jobs"}:                                     {Group: "batch", Version: "v1", Kind: "Job"},
 	{Group: "batch", Resource: "cronjobs"}:                                 {Group: "batch", Version: "v1", Kind: "CronJob"},
+
+	{Group: "flowcontrol.apiserver.k8s.io", Resource: "flowschemas"}:                 {Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Kind: "FlowSchema"},
+	{Group: "flowcontrol.apiserver.k8s.io", Resource: "prioritylevelconfigurations"}: {Group: "flowcontrol.apiserver.k8s.io", Version: "v1", Kind: "PriorityLevelConfiguration"},
+
+	{Group: "node.k8s.io", Resource: "runtimeclasses"}:                       {Group: "node.k8s.io", Version: "v1", Kind: "RuntimeClass"},
+	{Group: "storage.k8s.io", Resource: "csidrivers"}:                        {Group: "storage.k8s.io", Version: "v1", Kind: "CSIDriver"},
+	{Group: "storage.k8s.io", Resource: "csinodes"}:                          {Group: "storage.k8s.io", Version: "v1", Kind: "CSINode"},
+	{Group: "storage.k8s.io", Resource: "csistoragecapacities"}:              {Group: "storage.k8s.io", Version: "v1", Kind: "CSIStorageCapacity"},
+	{Group: "storage.k8s.io", Resource: "volumeattachments"}:                 {Group: "storage.k8s.io", Version: "v1", Kind: "VolumeAttachment"},
+	{Group: "storage.k8s.io", Resource: "volumeattributesclasses"}:           {Group: "storage.k8s.io", Version: "v1", Kind: "VolumeAttributesClass"},
+	{Group: "certificates.k8s.io", Resource: "clustertrustbundles"}:          {Group: "certificates.k8s.io", Version: "v1", Kind: "ClusterTrustBundle"},
+	{Group: "certificates.k8s.io", Resource: "podcertificaterequests"}:       {Group: "certificates.k8s.io", Version: "v1", Kind: "PodCertificateRequest"},
+	{Group: "resource.k8s.io", Resource: "deviceclasses"}:                    {Group: "resource.k8s.io", Version: "v1", Kind: "DeviceClass"},
+	{Group: "resource.k8s.io", Resource: "resourceclaims"}:                   {Group: "resource.k8s.io", Version: "v1", Kind: "ResourceClaim"},
+	{Group: "resource.k8s.io", Resource: "resourceclaimtemplates"}:           {Group: "resource.k8s.io", Version: "v1", Kind: "ResourceClaimTemplate"},
+	{Group: "resource.k8s.io", Resource: "resourceslices"}:                   {Group: "resource.k8s.io", Version: "v1", Kind: "ResourceSlice"},
+	{Group: "resource.k8s.io", Resource: "devicetaintrules"}:                 {Group: "resource.k8s.io", Version: "v1", Kind: "DeviceTaintRule"},
+	{Group: "storagemigration.k8s.io", Resource: "storageversionmigrations"}: {Group: "storagemigration.k8s.io", Version: "v1", Kind: "StorageVersionMigration"},
+	{Group: "autoscaling", Resource: "horizontalpodautoscalers"}:             {Group: "autoscaling", Version: "v2", Kind: "HorizontalPodAutoscaler"},
 }
 
 func newTestScheme(t *testing.T) *runtime.Scheme {

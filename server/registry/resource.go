@@ -41,6 +41,10 @@ type Resource struct {
 	NewList    func() runtime.Object
 	ShortNames []string
 	Categories []string
+	// AlsoServedAs are further versions of the group the same store serves
+	// (autoscaling/v1 HorizontalPodAutoscalers beside autoscaling/v2); the
+	// scheme converts between them.
+	AlsoServedAs []schema.GroupVersion
 
 	// Validate and ValidateUpdate check an object on create and update.
 	Validate       func(ctx context.Context, obj runtime.Object) field.ErrorList
@@ -263,9 +267,16 @@ func (s *strategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
 	if !s.r.Status {
 		return nil
 	}
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		fieldpath.APIVersion(s.r.GVR.GroupVersion().String()): fieldpath.NewSet(fieldpath.MakePathOrDie("status")),
+	return s.r.perVersion(func() *fieldpath.Set { return fieldpath.NewSet(fieldpath.MakePathOrDie("status")) })
+}
+
+// perVersion maps every version r is served as to a set made by set.
+func (r *Resource) perVersion(set func() *fieldpath.Set) map[fieldpath.APIVersion]*fieldpath.Set {
+	out := map[fieldpath.APIVersion]*fieldpath.Set{fieldpath.APIVersion(r.GVR.GroupVersion().String()): set()}
+	for _, gv := range r.AlsoServedAs {
+		out[fieldpath.APIVersion(gv.String())] = set()
 	}
+	return out
 }
 
 // statusStrategy updates only status: everything else is taken from old.
@@ -301,13 +312,13 @@ func (s *statusStrategy) ValidateUpdate(ctx context.Context, obj, old runtime.Ob
 }
 
 func (s *statusStrategy) GetResetFields() map[fieldpath.APIVersion]*fieldpath.Set {
-	return map[fieldpath.APIVersion]*fieldpath.Set{
-		fieldpath.APIVersion(s.r.GVR.GroupVersion().String()): fieldpath.NewSet(
+	return s.r.perVersion(func() *fieldpath.Set {
+		return fieldpath.NewSet(
 			fieldpath.MakePathOrDie("spec"),
 			fieldpath.MakePathOrDie("metadata", "deletionTimestamp"),
 			fieldpath.MakePathOrDie("metadata", "ownerReferences"),
-		),
-	}
+		)
+	})
 }
 
 func structValue(obj runtime.Object) reflect.Value {

@@ -153,6 +153,9 @@ var SelectableFields = map[schema.GroupVersionKind][]string{
 		"reason", "reportingController", "type",
 	},
 	{Group: "certificates.k8s.io", Version: "v1", Kind: "CertificateSigningRequest"}: {"spec.signerName"},
+	{Group: "certificates.k8s.io", Version: "v1", Kind: "ClusterTrustBundle"}:        {"spec.signerName"},
+	{Group: "certificates.k8s.io", Version: "v1", Kind: "PodCertificateRequest"}:     {"spec.signerName", "spec.podName", "spec.nodeName"},
+	{Group: "resource.k8s.io", Version: "v1", Kind: "ResourceSlice"}:                 {"spec.nodeName", "spec.driver", "spec.pool.name"},
 }
 
 func addFieldLabelConversions(s *runtime.Scheme) error {

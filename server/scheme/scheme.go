@@ -16,17 +16,22 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	certificatesv1 "k8s.io/api/certificates/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	flowcontrolv1 "k8s.io/api/flowcontrol/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	nodev1 "k8s.io/api/node/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	storagemigrationv1 "k8s.io/api/storagemigration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -42,9 +47,11 @@ import (
 	"github.com/k1s/k1s/internal/apis/core"
 	"github.com/k1s/k1s/internal/apis/discovery"
 	"github.com/k1s/k1s/internal/apis/events"
+	"github.com/k1s/k1s/internal/apis/flowcontrol"
 	"github.com/k1s/k1s/internal/apis/networking"
 	"github.com/k1s/k1s/internal/apis/policy"
 	"github.com/k1s/k1s/internal/apis/rbac"
+	resourceapi "github.com/k1s/k1s/internal/apis/resource"
 	"github.com/k1s/k1s/internal/apis/scheduling"
 	"github.com/k1s/k1s/internal/apis/storage"
 )
@@ -58,11 +65,13 @@ var (
 	ParameterCodec = runtime.NewParameterCodec(Scheme)
 )
 
-// GroupVersions are the versions served, in priority order per group.
+// GroupVersions are the versions served, in priority order per group (the
+// first of a group is its preferred and storage version).
 var GroupVersions = []schema.GroupVersion{
 	corev1.SchemeGroupVersion,
 	appsv1.SchemeGroupVersion,
 	batchv1.SchemeGroupVersion,
+	autoscalingv2.SchemeGroupVersion,
 	autoscalingv1.SchemeGroupVersion,
 	coordinationv1.SchemeGroupVersion,
 	discoveryv1.SchemeGroupVersion,
@@ -76,12 +85,17 @@ var GroupVersions = []schema.GroupVersion{
 	authenticationv1.SchemeGroupVersion,
 	authorizationv1.SchemeGroupVersion,
 	admissionregistrationv1.SchemeGroupVersion,
+	flowcontrolv1.SchemeGroupVersion,
+	nodev1.SchemeGroupVersion,
+	resourcev1.SchemeGroupVersion,
+	storagemigrationv1.SchemeGroupVersion,
 }
 
 var addToScheme = []func(*runtime.Scheme) error{
 	corev1.AddToScheme,
 	appsv1.AddToScheme,
 	batchv1.AddToScheme,
+	autoscalingv2.AddToScheme,
 	autoscalingv1.AddToScheme,
 	coordinationv1.AddToScheme,
 	discoveryv1.AddToScheme,
@@ -95,6 +109,10 @@ var addToScheme = []func(*runtime.Scheme) error{
 	authenticationv1.AddToScheme,
 	authorizationv1.AddToScheme,
 	admissionregistrationv1.AddToScheme,
+	flowcontrolv1.AddToScheme,
+	nodev1.AddToScheme,
+	resourcev1.AddToScheme,
+	storagemigrationv1.AddToScheme,
 }
 
 // registerDefaults are the defaulting functions of each served group.
@@ -113,6 +131,8 @@ var registerDefaults = []func(*runtime.Scheme) error{
 	policy.RegisterDefaults,
 	scheduling.RegisterDefaults,
 	certificates.RegisterDefaults,
+	flowcontrol.RegisterDefaults,
+	resourceapi.RegisterDefaults,
 }
 
 // kinds registered by metav1.AddToGroupVersion that have their own internal forms.
@@ -133,10 +153,15 @@ func AddToScheme(s *runtime.Scheme) error {
 			return err
 		}
 	}
+	versions := map[string][]schema.GroupVersion{}
+	var groups []string
 	for _, gv := range GroupVersions {
 		internal := schema.GroupVersion{Group: gv.Group, Version: runtime.APIVersionInternal}
 		for kind, t := range s.KnownTypes(gv) {
-			if metaKinds[kind] {
+			// A kind served in two versions (HorizontalPodAutoscaler) is
+			// internally its preferred version's type; the other version
+			// converts (see autoscaling.go).
+			if metaKinds[kind] || s.Recognizes(internal.WithKind(kind)) {
 				continue
 			}
 			obj, ok := reflect.New(t).Interface().(runtime.Object)
@@ -145,7 +170,13 @@ func AddToScheme(s *runtime.Scheme) error {
 			}
 			s.AddKnownTypeWithName(internal.WithKind(kind), obj)
 		}
-		if err := s.SetVersionPriority(gv); err != nil {
+		if _, ok := versions[gv.Group]; !ok {
+			groups = append(groups, gv.Group)
+		}
+		versions[gv.Group] = append(versions[gv.Group], gv)
+	}
+	for _, g := range groups {
+		if err := s.SetVersionPriority(versions[g]...); err != nil {
 			return err
 		}
 	}
@@ -163,6 +194,9 @@ func AddToScheme(s *runtime.Scheme) error {
 		}
 	}
 	if err := addEventConversions(s); err != nil {
+		return err
+	}
+	if err := addAutoscalingConversions(s); err != nil {
 		return err
 	}
 	if err := addQueryConversions(s); err != nil {

@@ -74,7 +74,7 @@ func TestNodeCertificateRotation(t *testing.T) {
 		t.Fatalf("client certificate valid for %s more, want the signing duration, 10m", life)
 	}
 
-	clientCert, err := join.NewClientCert(creds, clock.RealClock{})
+	clientCert, err := join.NewClientCert(creds, nil, clock.RealClock{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestServerCertificateRenewal(t *testing.T) {
 	ctx := context.Background()
 	before := s.Client(t) // the admin certificate of the start, in memory
 	tlsDir := filepath.Join(s.DataDir, "server", "tls")
-	leaves := []string{"serving-kube-apiserver", "client-kube-apiserver", "client-admin", "client-controller", "client-scheduler", "etcd/server-client", "etcd/client"}
+	leaves := []string{"serving-kube-apiserver", "client-kube-apiserver", "client-admin", "client-controller", "client-scheduler", "client-auth-proxy", "etcd/server-client", "etcd/client"}
 	cas := map[string]*x509.Certificate{}
 	for _, ca := range pki.CANames {
 		cas[ca] = readCert(t, filepath.Join(tlsDir, ca+".crt"))

@@ -39,7 +39,7 @@ func newAgentCommand(run func(context.Context, standalone.Config) error) *cli.Co
 			"Flags may also come from the config file (keys are flag names) and K1S_* environment variables.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "YAML file whose keys are flag names", Value: DefaultConfigFile, EnvVars: env("CONFIG_FILE"), Destination: &o.configFile},
-			&cli.StringFlag{Name: "server", Aliases: []string{"s"}, Usage: "the server's URL, https://HOST:6443", EnvVars: []string{"K1S_URL"}, Destination: &o.cfg.Server},
+			&cli.StringFlag{Name: "server", Aliases: []string{"s"}, Usage: "the server's URL, https://HOST:6443: the first contact; the agent then learns every server of the cluster and fails over between them", EnvVars: []string{"K1S_URL"}, Destination: &o.cfg.Server},
 			&cli.StringFlag{Name: "token", Aliases: []string{"t"}, Usage: "join token", EnvVars: []string{"K1S_TOKEN"}, Destination: &o.cfg.Token},
 			&cli.StringFlag{Name: "token-file", Usage: "file holding the join token", EnvVars: []string{"K1S_TOKEN_FILE"}, Destination: &o.cfg.TokenFile},
 			&cli.StringFlag{Name: "ca-file", Usage: "the server's CA bundle, for a token that carries no CA hash", EnvVars: env("CA_FILE"), Destination: &o.cfg.CAFile},

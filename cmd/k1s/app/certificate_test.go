@@ -99,18 +99,18 @@ func TestCertificateCheck(t *testing.T) {
 	}{
 		{name: "server: every certificate", args: []string{"check", "--data-dir", server}, want: []string{
 			"server/tls/server-ca.crt: certificate CN=k1s-server-ca@", "(CertSign) is ok, expires at",
-			"server/tls/client-ca.crt: ", "server/tls/etcd/server-ca.crt: ",
+			"server/tls/client-ca.crt: ", "server/tls/request-header-ca.crt: ", "server/tls/etcd/server-ca.crt: ",
 			"server/tls/serving-kube-apiserver.crt: certificate CN=kube-apiserver (ServerAuth) is ok, expires at",
 			"server/tls/client-kube-apiserver.crt: certificate CN=system:k1s-apiserver,O=system:k1s-apiservers (ClientAuth) is ok",
 			"server/tls/client-admin.crt: certificate CN=system:admin,O=system:masters (ClientAuth) is ok",
-			"server/tls/client-controller.crt: ", "server/tls/client-scheduler.crt: ",
+			"server/tls/client-controller.crt: ", "server/tls/client-scheduler.crt: ", "server/tls/client-auth-proxy.crt: ",
 			"server/tls/etcd/server-client.crt: certificate CN=etcd-server (ServerAuth,ClientAuth) is ok",
-			"server/tls/etcd/client.crt: ",
+			"server/tls/etcd/client.crt: ", "server/tls/etcd/peer-server-client.crt: ",
 			"agent/tls/client-agent.crt: certificate CN=system:node:h1,O=system:nodes (ClientAuth) is ok",
 			"agent/tls/serving-agent.crt: ", "agent/tls/client-kube-proxy.crt: ",
 		}},
 		{name: "server: one service", args: []string{"check", "-d", server, "--service", "etcd"}, want: []string{
-			"server/tls/etcd/server-client.crt: ", "server/tls/etcd/client.crt: ",
+			"server/tls/etcd/server-client.crt: ", "server/tls/etcd/client.crt: ", "server/tls/etcd/peer-server-client.crt: ",
 		}},
 		{name: "server: a table", args: []string{"check", "-d", server, "-s", "admin,kube-proxy", "-o", "table"}, want: []string{
 			"FILENAME", "server/tls/client-admin.crt", "agent/tls/client-kube-proxy.crt",

@@ -2,17 +2,38 @@ package autoscaling
 
 import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 )
 
-// RegisterDefaults adds the Scale defaulter to s. Scale has no defaulted
-// fields; registering it keeps "every kind has a defaulter" true.
+// RegisterDefaults adds the Scale defaulter and the HorizontalPodAutoscaler
+// defaulters of autoscaling/v1 and autoscaling/v2 (and their lists) to s.
+// Scale has no defaulted fields; registering it keeps "every kind has a
+// defaulter" true.
 func RegisterDefaults(s *runtime.Scheme) error {
 	s.AddTypeDefaultingFunc(&autoscalingv1.Scale{}, func(obj interface{}) {
 		DefaultScale(obj.(*autoscalingv1.Scale))
+	})
+	s.AddTypeDefaultingFunc(&autoscalingv1.HorizontalPodAutoscaler{}, func(obj interface{}) {
+		DefaultHorizontalPodAutoscalerV1(obj.(*autoscalingv1.HorizontalPodAutoscaler))
+	})
+	s.AddTypeDefaultingFunc(&autoscalingv1.HorizontalPodAutoscalerList{}, func(obj interface{}) {
+		l := obj.(*autoscalingv1.HorizontalPodAutoscalerList)
+		for i := range l.Items {
+			DefaultHorizontalPodAutoscalerV1(&l.Items[i])
+		}
+	})
+	s.AddTypeDefaultingFunc(&autoscalingv2.HorizontalPodAutoscaler{}, func(obj interface{}) {
+		DefaultHorizontalPodAutoscaler(obj.(*autoscalingv2.HorizontalPodAutoscaler))
+	})
+	s.AddTypeDefaultingFunc(&autoscalingv2.HorizontalPodAutoscalerList{}, func(obj interface{}) {
+		l := obj.(*autoscalingv2.HorizontalPodAutoscalerList)
+		for i := range l.Items {
+			DefaultHorizontalPodAutoscaler(&l.Items[i])
+		}
 	})
 	return nil
 }

@@ -5,10 +5,19 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// RegisterDefaults adds the CertificateSigningRequest defaulters (object and
-// List) to s. certificates.k8s.io/v1 defaults nothing; the defaulters exist
-// so that every kind has one.
+// RegisterDefaults adds the CertificateSigningRequest and
+// PodCertificateRequest defaulters (object and List) to s. A CSR has no
+// defaulted field; its defaulter exists so that the kind has one.
 func RegisterDefaults(s *runtime.Scheme) error {
+	s.AddTypeDefaultingFunc(&certificatesv1.PodCertificateRequest{}, func(obj interface{}) {
+		DefaultPodCertificateRequest(obj.(*certificatesv1.PodCertificateRequest))
+	})
+	s.AddTypeDefaultingFunc(&certificatesv1.PodCertificateRequestList{}, func(obj interface{}) {
+		list := obj.(*certificatesv1.PodCertificateRequestList)
+		for i := range list.Items {
+			DefaultPodCertificateRequest(&list.Items[i])
+		}
+	})
 	s.AddTypeDefaultingFunc(&certificatesv1.CertificateSigningRequest{}, func(obj interface{}) {
 		DefaultCertificateSigningRequest(obj.(*certificatesv1.CertificateSigningRequest))
 	})

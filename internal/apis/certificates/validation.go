@@ -7,13 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/k1s/k1s/internal/apis/core"
 )
 
 // LegacyUnknownSignerName is the signer of CSRs created through the removed
@@ -227,45 +227,10 @@ func validateCSRUpdate(csr, old *certificatesv1.CertificateSigningRequest, opts 
 
 // ValidateSignerName checks a signer name of the form "<domain>/<path>": the
 // domain is a DNS name with at least two labels, the path is a dot-separated
-// list of DNS subdomains.
+// list of DNS subdomains (core.ValidateSignerName, which pod validation
+// shares).
 func ValidateSignerName(p *field.Path, name string) field.ErrorList {
-	if name == "" {
-		return field.ErrorList{field.Required(p, "")}
-	}
-	parts := strings.Split(name, "/")
-	if len(parts) != 2 {
-		return field.ErrorList{field.Invalid(p, name, "must be a fully qualified domain and path of the form 'example.com/signer-name'")}
-	}
-	var errs field.ErrorList
-	domain, rest := parts[0], parts[1]
-	if len(domain) > validation.DNS1123SubdomainMaxLength {
-		errs = append(errs, field.TooLong(p, "", validation.DNS1123SubdomainMaxLength))
-	}
-	labels := strings.Split(domain, ".")
-	for _, l := range labels {
-		if msgs := validation.IsDNS1123Label(l); len(msgs) > 0 {
-			for _, msg := range msgs {
-				errs = append(errs, field.Invalid(p, domain, fmt.Sprintf("validating label %q: %s", l, msg)))
-			}
-			break
-		}
-	}
-	if len(labels) < 2 {
-		errs = append(errs, field.Invalid(p, domain, "should be a domain with at least two segments separated by dots"))
-	}
-	for _, l := range strings.Split(rest, ".") {
-		if msgs := validation.IsDNS1123Subdomain(l); len(msgs) > 0 {
-			for _, msg := range msgs {
-				errs = append(errs, field.Invalid(p, rest, fmt.Sprintf("validating label %q: %s", l, msg)))
-			}
-			break
-		}
-	}
-	maxLen := validation.DNS1123SubdomainMaxLength + 1 + validation.DNS1123SubdomainMaxLength + validation.DNS1123LabelMaxLength + 1
-	if len(name) > maxLen {
-		errs = append(errs, field.TooLong(p, "", maxLen))
-	}
-	return errs
+	return core.ValidateSignerName(p, name)
 }
 
 // ParseCSR decodes the first PEM block of pemBytes as a PKCS#10 certificate

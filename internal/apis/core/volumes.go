@@ -385,17 +385,28 @@ func validateProjected(pv *corev1.ProjectedVolumeSource, fldPath *field.Path) fi
 				errs = append(errs, localNonReservedPath(sat.Path, fldPath.Child("path"))...)
 			}
 		}
-		if src.ClusterTrustBundle != nil {
+		if ctb := src.ClusterTrustBundle; ctb != nil {
 			n++
 			p := sp.Child("clusterTrustBundle")
-			if src.ClusterTrustBundle.Path == "" {
+			errs = append(errs, validateClusterTrustBundleProjection(ctb, p)...)
+			if ctb.Path == "" {
 				errs = append(errs, field.Required(p.Child("path"), ""))
 			}
-			errs = append(errs, localNonReservedPath(src.ClusterTrustBundle.Path, p.Child("path"))...)
-			claimPath(src.ClusterTrustBundle.Path, src.ClusterTrustBundle.Path)
+			errs = append(errs, localNonReservedPath(ctb.Path, p.Child("path"))...)
+			claimPath(ctb.Path, ctb.Path)
 		}
-		if src.PodCertificate != nil {
+		if pc := src.PodCertificate; pc != nil {
 			n++
+			p := sp.Child("podCertificate")
+			errs = append(errs, validatePodCertificateProjection(pc, p)...)
+			for _, f := range []struct{ path, name string }{
+				{pc.CredentialBundlePath, "credentialBundlePath"}, {pc.KeyPath, "keyPath"}, {pc.CertificateChainPath, "certificateChainPath"},
+			} {
+				if f.path != "" {
+					errs = append(errs, localNonReservedPath(f.path, p.Child(f.name))...)
+					claimPath(f.path, f.path)
+				}
+			}
 		}
 		if n > 1 {
 			errs = append(errs, field.Forbidden(sp, "may not specify more than 1 volume type per source"))
@@ -427,6 +438,79 @@ func localNonReservedPath(p string, fldPath *field.Path) field.ErrorList {
 	errs := localDescendingPath(p, fldPath)
 	if strings.HasPrefix(p, "..") && !strings.HasPrefix(p, "../") {
 		errs = append(errs, field.Invalid(fldPath, p, "must not start with '..'"))
+	}
+	return errs
+}
+
+// validateClusterTrustBundleProjection: by name (a valid bundle name, no
+// label selector) or by signer name (with an optional label selector).
+func validateClusterTrustBundleProjection(ctb *corev1.ClusterTrustBundleProjection, p *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	switch {
+	case ctb.Name != nil && ctb.SignerName != nil:
+		errs = append(errs, field.Invalid(p, ctb, "only one of name and signerName may be used"))
+	case ctb.Name != nil:
+		name := *ctb.Name
+		if name == "" {
+			errs = append(errs, field.Required(p.Child("name"), "must be a valid object name"))
+		}
+		signer := ""
+		if i := strings.LastIndex(name, ":"); i != -1 {
+			signer = strings.ReplaceAll(name[:i], ":", "/")
+		}
+		for _, msg := range ClusterTrustBundleNameFunc(signer)(name, false) {
+			errs = append(errs, field.Invalid(p.Child("name"), name, fmt.Sprintf("not a valid clustertrustbundlename: %v", msg)))
+		}
+		if ctb.LabelSelector != nil {
+			errs = append(errs, field.Invalid(p.Child("labelSelector"), ctb.LabelSelector, "labelSelector must be unset if name is specified"))
+		}
+	case ctb.SignerName != nil:
+		if *ctb.SignerName == "" {
+			errs = append(errs, field.Required(p.Child("signerName"), "must be a valid signer name"))
+		}
+		errs = append(errs, ValidateSignerName(p.Child("signerName"), *ctb.SignerName)...)
+		errs = append(errs, ValidateLabelSelectorStrict(ctb.LabelSelector, p.Child("labelSelector"))...)
+	default:
+		errs = append(errs, field.Required(p, "either name or signerName must be specified"))
+	}
+	return errs
+}
+
+// podCertificateKeyTypes are the key types a pod may ask a signer for.
+var podCertificateKeyTypes = []string{"RSA3072", "RSA4096", "ECDSAP256", "ECDSAP384", "ECDSAP521", "ED25519"}
+
+// Bounds of a podCertificate projection's maxExpirationSeconds: at least
+// an hour; at most 91 days, 24 hours for the kubernetes.io signers.
+const (
+	minPodCertificateExpiration           = 3600
+	maxPodCertificateExpiration           = 91 * 24 * 3600
+	maxKubernetesPodCertificateExpiration = 24 * 3600
+)
+
+// validatePodCertificateProjection: a signer name, user annotations, a
+// known key type, the expiration bounds and at least one output path.
+func validatePodCertificateProjection(pc *corev1.PodCertificateProjection, p *field.Path) field.ErrorList {
+	errs := ValidateSignerName(p.Child("signerName"), pc.SignerName)
+	if pc.UserAnnotations != nil {
+		errs = append(errs, ValidateUserAnnotations(pc.UserAnnotations, p.Child("userAnnotations"))...)
+	}
+	if !contains(podCertificateKeyTypes, pc.KeyType) {
+		errs = append(errs, field.NotSupported(p.Child("keyType"), pc.KeyType, podCertificateKeyTypes))
+	}
+	if exp := pc.MaxExpirationSeconds; exp != nil {
+		if *exp < minPodCertificateExpiration {
+			errs = append(errs, field.Invalid(p.Child("maxExpirationSeconds"), *exp, "if provided, maxExpirationSeconds must be >= 3600"))
+		}
+		limit := int32(maxPodCertificateExpiration)
+		if IsKubernetesSignerName(pc.SignerName) {
+			limit = maxKubernetesPodCertificateExpiration
+		}
+		if *exp > limit {
+			errs = append(errs, field.Invalid(p.Child("maxExpirationSeconds"), *exp, fmt.Sprintf("if provided, maxExpirationSeconds must be <= %d", limit)))
+		}
+	}
+	if pc.CredentialBundlePath == "" && pc.KeyPath == "" && pc.CertificateChainPath == "" {
+		errs = append(errs, field.Required(p, "specify at least one of credentialBundlePath, keyPath, and certificateChainPath"))
 	}
 	return errs
 }

@@ -6,8 +6,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// RegisterDefaults adds the StorageClass and StorageClassList defaulters to s.
+// RegisterDefaults adds the StorageClass and CSIDriver defaulters (and
+// their lists') to s.
 func RegisterDefaults(s *runtime.Scheme) error {
+	s.AddTypeDefaultingFunc(&storagev1.CSIDriver{}, func(obj interface{}) {
+		DefaultCSIDriver(obj.(*storagev1.CSIDriver))
+	})
+	s.AddTypeDefaultingFunc(&storagev1.CSIDriverList{}, func(obj interface{}) {
+		list := obj.(*storagev1.CSIDriverList)
+		for i := range list.Items {
+			DefaultCSIDriver(&list.Items[i])
+		}
+	})
 	s.AddTypeDefaultingFunc(&storagev1.StorageClass{}, func(obj interface{}) {
 		DefaultStorageClass(obj.(*storagev1.StorageClass))
 	})

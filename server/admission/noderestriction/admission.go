@@ -44,9 +44,10 @@ type NodeGetter interface {
 // Safe for concurrent use.
 type Plugin struct {
 	*admission.Handler
-	pods  PodGetter
-	nodes NodeGetter
-	authz authorizer.UnconditionalAuthorizer
+	pods            PodGetter
+	nodes           NodeGetter
+	serviceAccounts ServiceAccountGetter
+	authz           authorizer.UnconditionalAuthorizer
 }
 
 var (
@@ -54,17 +55,19 @@ var (
 	_ admission.InitializationValidator = (*Plugin)(nil)
 )
 
-// New returns the plugin. pods and nodes are normally listers of a started
-// informer factory; call SetReadyFunc with their HasSynced so node requests
-// wait for the caches. authz (the apiserver's authorizer chain) is asked
-// whether a node may request a service account token for an audience that
-// no volume of the pod uses; when nil such requests are refused.
-func New(pods PodGetter, nodes NodeGetter, authz authorizer.UnconditionalAuthorizer) *Plugin {
+// New returns the plugin. pods, nodes and serviceAccounts are normally
+// listers of a started informer factory; call SetReadyFunc with their
+// HasSynced so node requests wait for the caches. authz (the apiserver's
+// authorizer chain) is asked whether a node may request a service account
+// token for an audience, or a pod certificate for a signer, that no volume
+// of the pod uses; when nil such requests are refused.
+func New(pods PodGetter, nodes NodeGetter, serviceAccounts ServiceAccountGetter, authz authorizer.UnconditionalAuthorizer) *Plugin {
 	return &Plugin{
-		Handler: admission.NewHandler(admission.Create, admission.Update, admission.Delete),
-		pods:    pods,
-		nodes:   nodes,
-		authz:   authz,
+		Handler:         admission.NewHandler(admission.Create, admission.Update, admission.Delete),
+		pods:            pods,
+		nodes:           nodes,
+		serviceAccounts: serviceAccounts,
+		authz:           authz,
 	}
 }
 
@@ -132,6 +135,10 @@ func (p *Plugin) Admit(ctx context.Context, a admission.Attributes, _ admission.
 		return p.admitCSINode(nodeName, a)
 	case csrResource:
 		return p.admitCSR(nodeName, a)
+	case pcrResource:
+		return p.admitPodCertificateRequest(ctx, nodeName, a)
+	case sliceResource:
+		return p.admitResourceSlice(nodeName, a)
 	}
 	return nil
 }

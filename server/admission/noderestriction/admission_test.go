@@ -50,6 +50,7 @@ func newPlugin(t *testing.T, authz authorizer.UnconditionalAuthorizer, objs ...r
 	t.Helper()
 	pods := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	nodes := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	sas := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	for _, o := range objs {
 		var err error
 		switch o.(type) {
@@ -57,6 +58,8 @@ func newPlugin(t *testing.T, authz authorizer.UnconditionalAuthorizer, objs ...r
 			err = pods.Add(o)
 		case *corev1.Node:
 			err = nodes.Add(o)
+		case *corev1.ServiceAccount:
+			err = sas.Add(o)
 		default:
 			t.Fatalf("unexpected %T", o)
 		}
@@ -64,7 +67,7 @@ func newPlugin(t *testing.T, authz authorizer.UnconditionalAuthorizer, objs ...r
 			t.Fatal(err)
 		}
 	}
-	p := noderestriction.New(corev1listers.NewPodLister(pods), corev1listers.NewNodeLister(nodes), authz)
+	p := noderestriction.New(corev1listers.NewPodLister(pods), corev1listers.NewNodeLister(nodes), corev1listers.NewServiceAccountLister(sas), authz)
 	if err := p.ValidateInitialization(); err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +366,7 @@ func TestHandlesAndName(t *testing.T) {
 	if p.Handles(admission.Connect) {
 		t.Error("plugin should not handle CONNECT")
 	}
-	if err := noderestriction.New(nil, nil, nil).ValidateInitialization(); err == nil {
+	if err := noderestriction.New(nil, nil, nil, nil).ValidateInitialization(); err == nil {
 		t.Error("ValidateInitialization without listers: want an error")
 	}
 }

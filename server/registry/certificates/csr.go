@@ -1,6 +1,8 @@
 // Package certificates holds the CertificateSigningRequest hooks: the
 // requester's identity recorded on create, Approved/Denied conditions kept
-// out of plain status updates, and the approval subresource.
+// out of plain status updates, and the approval subresource; the signer
+// permission check ("attest", "sign" on signers) and the
+// PodCertificateRequest status validation that uses it.
 package certificates
 
 import (

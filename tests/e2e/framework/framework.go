@@ -7,6 +7,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -50,6 +51,12 @@ type Server struct {
 	Port       int
 	Args       []string
 	LogFile    string
+	// Netns, when set, runs the server in that network namespace
+	// (nsenter --net=/run/netns/<Netns>).
+	Netns string
+	// Host is the address the server is reached at (its --bind-address).
+	// Default 127.0.0.1.
+	Host string
 
 	cmd  *exec.Cmd
 	done chan error
@@ -117,6 +124,11 @@ func (s *Server) StartProcess() error {
 		return err
 	}
 	s.cmd = exec.Command(s.Bin, s.Args...)
+	if s.Netns != "" {
+		// nsenter, not `ip netns exec`: that remounts /sys and hides the
+		// cgroup mounts runc needs. nsenter execs k1s: the pid is k1s's.
+		s.cmd = exec.Command("nsenter", append([]string{"--net=/run/netns/" + s.Netns, s.Bin}, s.Args...)...)
+	}
 	s.cmd.Stdout, s.cmd.Stderr = log, log
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := s.cmd.Start(); err != nil {
@@ -142,7 +154,7 @@ func (s *Server) WaitReady(timeout time.Duration) error {
 			return fmt.Errorf("k1s server exited before ready: %v", err)
 		default:
 		}
-		resp, err := client.Get(fmt.Sprintf("https://127.0.0.1:%d/readyz", s.Port))
+		resp, err := client.Get(fmt.Sprintf("https://%s/readyz", net.JoinHostPort(s.host(), fmt.Sprint(s.Port))))
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
@@ -152,6 +164,13 @@ func (s *Server) WaitReady(timeout time.Duration) error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("k1s server not ready within %s", timeout)
+}
+
+func (s *Server) host() string {
+	if s.Host == "" {
+		return "127.0.0.1"
+	}
+	return s.Host
 }
 
 // Stop sends SIGTERM and waits for a clean exit.

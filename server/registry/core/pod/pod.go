@@ -1,7 +1,8 @@
 // Package pod serves what pods have beyond a stored object: their status on
-// create, graceful deletion, pods/binding (the scheduler's write) and
-// pods/eviction (a delete that honours PodDisruptionBudgets), and the
-// streaming subresources proxied to the node agent.
+// create, graceful deletion, pods/binding (the scheduler's write),
+// pods/eviction (a delete that honours PodDisruptionBudgets),
+// pods/ephemeralcontainers (an update of only the ephemeral containers),
+// and the streaming subresources proxied to the node agent.
 package pod
 
 import (

@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -145,6 +147,7 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 	if deps.RuntimeClasses != nil {
 		a.runtime.UseRuntimeClasses(deps.RuntimeClasses)
 	}
+	a.runtime.UseNodeAllocatable(a.NodeAllocatable)
 	a.node, err = nodestatus.New(nodestatus.Config{
 		NodeName:       cfg.NodeName,
 		NodeIPs:        cfg.NodeIPs,
@@ -153,6 +156,8 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 		Taints:         cfg.NodeTaints,
 		AgentPort:      cfg.AgentPort,
 		MaxPods:        cfg.MaxPods,
+		ExternalIPs:    cfg.NodeExternalIPs,
+		ExternalDNS:    cfg.NodeExternalDNS,
 		DataDir:        cfg.DataDir,
 		KubeletVersion: cfg.KubeletVersion,
 	}, deps.Client, &health{a: a}, deps.Clock)
@@ -164,6 +169,18 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 	a.pleg = pleg.New(a.runtime, time.Second, deps.Clock)
 	a.prober = prober.New(deps.Runtime, a.recorder, deps.Clock)
 	return a, nil
+}
+
+// NodeAllocatable returns the node's allocatable resources as its Node
+// reports them, or its CPUs and memory while the Node is not known yet.
+func (a *Agent) NodeAllocatable() corev1.ResourceList {
+	if node, ok := a.nodeWatch.Node(); ok && len(node.Status.Allocatable) > 0 {
+		return node.Status.Allocatable.DeepCopy()
+	}
+	return corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(nodestatus.MemoryBytes(), resource.BinarySI),
+	}
 }
 
 // Ready is closed once the node is registered and reported Ready.
@@ -308,6 +325,11 @@ func (a *Agent) syncPod(ctx context.Context, pod *corev1.Pod) (time.Duration, bo
 		return 0, false
 	}
 
+	remaining, limited := a.activeDeadline(pod)
+	if limited && remaining <= 0 {
+		return a.failPod(ctx, pod, rs, reasonDeadlineExceeded, "Pod was active on the node longer than the specified deadline")
+	}
+
 	var waiting map[string]kuberuntime.Waiting
 	volumes, err := a.setUpVolumes(ctx, pod)
 	if err != nil {
@@ -317,7 +339,11 @@ func (a *Agent) syncPod(ctx context.Context, pod *corev1.Pod) (time.Duration, bo
 			waiting[c.Name] = kuberuntime.Waiting{Reason: kuberuntime.ReasonContainerCreating}
 		}
 	} else {
-		res := a.runtime.SyncPod(ctx, pod, rs, volumes, a.prober.LivenessFailed(pod.UID, runningIDs(rs)))
+		uid := pod.UID
+		res := a.runtime.SyncPod(ctx, pod, rs, volumes, kuberuntime.Probes{
+			LivenessFailed: a.prober.LivenessFailed(uid, runningIDs(rs)),
+			Started:        func(name, id string) (bool, bool) { return a.prober.Started(uid, name, id) },
+		})
 		waiting = res.Waiting
 		if res.Err != nil {
 			logger.V(2).Info("Pod sync incomplete", "err", res.Err)
@@ -338,10 +364,58 @@ func (a *Agent) syncPod(ctx context.Context, pod *corev1.Pod) (time.Duration, bo
 		}
 		return 0, false
 	}
+	requeue := 30 * time.Second
 	if len(waiting) > 0 {
+		requeue = 2 * time.Second
+	}
+	if limited && remaining < requeue {
+		requeue = remaining
+	}
+	return requeue, false
+}
+
+// reasonDeadlineExceeded is the status reason of a pod that ran past its
+// activeDeadlineSeconds (kubelet's).
+const reasonDeadlineExceeded = "DeadlineExceeded"
+
+// activeDeadline says how long pod may still run under its
+// activeDeadlineSeconds, counted from its status start time, as kubelet's
+// active deadline handler; limited is false without a deadline. A change
+// of the deadline applies at the pod's next sync (the update syncs it).
+func (a *Agent) activeDeadline(pod *corev1.Pod) (remaining time.Duration, limited bool) {
+	d := pod.Spec.ActiveDeadlineSeconds
+	if d == nil {
+		return 0, false
+	}
+	start := pod.Status.StartTime
+	if st, ok := a.statuses.GetPodStatus(pod.UID); ok && st.StartTime != nil {
+		start = st.StartTime
+	}
+	limit := time.Duration(*d) * time.Second
+	if start == nil || start.IsZero() {
+		return limit, true
+	}
+	return limit - a.deps.Clock.Since(start.Time), true
+}
+
+// failPod stops every container of pod and reports it Failed with reason
+// and message; it never runs again.
+func (a *Agent) failPod(ctx context.Context, pod *corev1.Pod, rs *kuberuntime.PodStatus, reason, msg string) (time.Duration, bool) {
+	logger := klog.FromContext(ctx)
+	logger.V(2).Info("Failing pod", "reason", reason)
+	a.recorder.Event(pod, corev1.EventTypeWarning, reason, msg)
+	if err := a.runtime.KillPod(ctx, pod, rs, nil); err != nil {
+		logger.Error(err, "Failed to kill pod")
 		return 2 * time.Second, false
 	}
-	return 30 * time.Second, false
+	if fresh, err := a.runtime.GetPodStatus(ctx, pod.UID, pod.Name, pod.Namespace); err == nil {
+		rs = fresh
+	}
+	st := a.generateStatus(pod, rs, nil, true)
+	st.Phase, st.Reason, st.Message = corev1.PodFailed, reason, msg
+	a.statuses.SetPodStatus(pod, st)
+	a.prober.RemovePod(pod.UID)
+	return 0, false
 }
 
 func (a *Agent) setUpVolumes(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {

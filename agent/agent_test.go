@@ -646,3 +646,50 @@ func TestHousekeepingReadsTheWatchedNode(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestSyncPodActiveDeadline: a running pod whose activeDeadlineSeconds is
+// shortened below its run time is killed and reported Failed with reason
+// DeadlineExceeded (the Pods conformance spec updates it on a running
+// pod); before that, the sync comes back when the deadline falls due.
+func TestSyncPodActiveDeadline(t *testing.T) {
+	ta := newTestAgent(t)
+	pod := apiPod(corev1.RestartPolicyAlways, "k1s.local/busybox:1.36")
+	pod.Generation = 1
+	ta.a.pods.SetAPIPod(pod)
+	ctx := context.Background()
+	if requeue, _ := ta.a.syncPod(ctx, pod); requeue != 30*time.Second {
+		t.Fatalf("requeue = %v, want 30s without a deadline", requeue)
+	}
+	if st := ta.status(t, pod.UID); st.Phase != corev1.PodRunning || st.ObservedGeneration != 1 {
+		t.Fatalf("phase %s observedGeneration %d; want Running, 1", st.Phase, st.ObservedGeneration)
+	}
+
+	ta.clock.Step(10 * time.Second)
+	updated := pod.DeepCopy()
+	updated.Generation = 2
+	updated.Spec.ActiveDeadlineSeconds = ptr.To[int64](25)
+	ta.a.pods.SetAPIPod(updated)
+	requeue, _ := ta.a.syncPod(ctx, updated)
+	if requeue != 15*time.Second {
+		t.Errorf("requeue = %v, want the 15s left of the deadline", requeue)
+	}
+	if st := ta.status(t, pod.UID); st.Phase != corev1.PodRunning || st.ObservedGeneration != 2 {
+		t.Errorf("phase %s observedGeneration %d; want Running, 2", st.Phase, st.ObservedGeneration)
+	}
+
+	ta.clock.Step(15 * time.Second)
+	if requeue, _ := ta.a.syncPod(ctx, updated); requeue != 0 {
+		t.Errorf("requeue = %v after the deadline, want 0", requeue)
+	}
+	st := ta.status(t, pod.UID)
+	if st.Phase != corev1.PodFailed || st.Reason != "DeadlineExceeded" {
+		t.Errorf("phase %s reason %q; want Failed, DeadlineExceeded", st.Phase, st.Reason)
+	}
+	ta.rt.Lock()
+	defer ta.rt.Unlock()
+	for id, c := range ta.rt.Containers {
+		if c.State == runtimeapi.ContainerState_CONTAINER_RUNNING {
+			t.Errorf("container %s still runs past the deadline", id)
+		}
+	}
+}

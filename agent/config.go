@@ -38,8 +38,13 @@ type Config struct {
 	// ResolvConf is the node's resolver configuration, for dnsPolicy:
 	// Default pods (--resolv-conf). Default /etc/resolv.conf.
 	ResolvConf string
-	// MaxPods is the node's pod capacity. Default 110.
+	// MaxPods is the node's pod capacity (--kubelet-arg=max-pods). Default 110.
 	MaxPods int64
+	// NodeExternalIPs (--node-external-ip) and NodeExternalDNS
+	// (--node-external-dns) are the node's ExternalIP and ExternalDNS
+	// addresses. Default none.
+	NodeExternalIPs []net.IP
+	NodeExternalDNS []string
 	// AgentPort is the agent API port published in the node's status. Default 10250.
 	AgentPort int32
 	// KubeletVersion is reported in the node's nodeInfo.

@@ -26,6 +26,7 @@ import (
 
 	"github.com/k1s/k1s/agent/dns"
 	"github.com/k1s/k1s/agent/kuberuntime"
+	"github.com/k1s/k1s/agent/localpath"
 	"github.com/k1s/k1s/agent/logs"
 	"github.com/k1s/k1s/agent/network"
 	"github.com/k1s/k1s/agent/proxy"
@@ -58,6 +59,10 @@ type NodeConfig struct {
 	// DNS configures the node's cluster DNS; nil runs none
 	// (--disable=coredns).
 	DNS *dns.Config
+	// LocalStorage configures the node's local-path provisioner
+	// (--default-local-storage-path); nil runs none
+	// (--disable=local-storage on the server).
+	LocalStorage *localpath.Config
 	// Overlay routes the other nodes' pod CIDRs (--flannel-backend); nil
 	// routes nothing (a single node).
 	Overlay *network.OverlayConfig
@@ -106,6 +111,15 @@ func NewNode(cfg NodeConfig, restCfg, proxyRestCfg *rest.Config) (*Node, error) 
 		if err := cfg.DNS.Validate(); err != nil {
 			return nil, err
 		}
+	}
+	if cfg.LocalStorage != nil {
+		ls := *cfg.LocalStorage
+		ls.NodeName = cfg.Agent.NodeName
+		ls.SetDefaults()
+		if err := ls.Validate(); err != nil {
+			return nil, err
+		}
+		cfg.LocalStorage = &ls
 	}
 	if proxyRestCfg == nil {
 		proxyRestCfg = restCfg
@@ -193,6 +207,11 @@ func (n *Node) run(ctx context.Context, podsAfter <-chan struct{}) error {
 	}
 	factory := informers.NewSharedInformerFactory(proxyClient, 10*time.Minute)
 	env := &envSource{client: client, services: factory.Core().V1().Services().Lister()}
+	// ClusterTrustBundles for projected volumes, read with the node's
+	// identity (system:node may list and watch them all).
+	nodeFactory := informers.NewSharedInformerFactory(client, 10*time.Minute)
+	trustBundles := nodeFactory.Certificates().V1().ClusterTrustBundles()
+	trustBundles.Informer()
 	svcSynced := factory.Core().V1().Services().Informer().HasSynced
 	registry := metrics.NewKubeRegistry()
 	var runners []namedRunner
@@ -229,6 +248,22 @@ func (n *Node) run(ctx context.Context, podsAfter <-chan struct{}) error {
 		}
 		runners = append(runners, namedRunner{"cluster DNS", srv.Run})
 	}
+	if n.cfg.LocalStorage != nil {
+		lp, err := localpath.New(*n.cfg.LocalStorage, client)
+		if err != nil {
+			return err
+		}
+		runners = append(runners, namedRunner{"local-path provisioner", func(ctx context.Context) error {
+			if n.cfg.APIReady != nil {
+				select {
+				case <-n.cfg.APIReady:
+				case <-ctx.Done():
+					return nil
+				}
+			}
+			return lp.Run(ctx)
+		}})
+	}
 	// The agent contacts the apiserver once it serves and the services
 	// are listed (pods bound to the node need them for their
 	// environment); static pods run meanwhile, without service variables
@@ -243,17 +278,32 @@ func (n *Node) run(ctx context.Context, podsAfter <-chan struct{}) error {
 			}
 		}
 		factory.Start(ctx.Done())
+		nodeFactory.Start(ctx.Done())
 		if cachesync.WaitForCacheSync(ctx, svcSynced) {
 			close(apiSynced)
 		}
 	}()
 
+	// The downward API's default limits are the node's allocatable, which
+	// the agent (made below, with the volumes) knows.
+	var self *Agent
+	allocatable := func() corev1.ResourceList {
+		if self == nil {
+			return nil
+		}
+		return self.NodeAllocatable()
+	}
 	vols, err := volume.New(volume.Config{
 		PodsDir:       filepath.Join(n.cfg.Agent.AgentDir(), "pods"),
 		ClusterDomain: n.cfg.Agent.ClusterDomain,
 	}, volume.Deps{
 		Objects:      env,
+		Claims:       env,
 		RequestToken: tokenRequester(client),
+
+		TrustBundles:    volume.InformerTrustBundles(trustBundles),
+		PodCertificates: volume.ClientPodCertificates(client, n.cfg.Agent.NodeName),
+		NodeAllocatable: allocatable,
 	})
 	if err != nil {
 		return err
@@ -274,6 +324,7 @@ func (n *Node) run(ctx context.Context, podsAfter <-chan struct{}) error {
 	if err != nil {
 		return err
 	}
+	self = agent
 	api, err := agentserver.New(n.cfg.Server, agentserver.Deps{
 		Pods:       agentserver.PodsFunc(agent.Pods),
 		Runtime:    runtime,
@@ -334,8 +385,8 @@ func runtimeHandlers(client kubernetes.Interface) kuberuntime.RuntimeHandlerFunc
 	}
 }
 
-// envSource reads configmaps and secrets (the node may get those its pods
-// use) and lists services from an informer.
+// envSource reads configmaps, secrets, claims and volumes (the node may
+// get those its pods use) and lists services from an informer.
 type envSource struct {
 	client   kubernetes.Interface
 	services corelisters.ServiceLister
@@ -347,6 +398,14 @@ func (e *envSource) GetConfigMap(ctx context.Context, ns, name string) (*corev1.
 
 func (e *envSource) GetSecret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
 	return e.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (e *envSource) GetPersistentVolumeClaim(ctx context.Context, ns, name string) (*corev1.PersistentVolumeClaim, error) {
+	return e.client.CoreV1().PersistentVolumeClaims(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+func (e *envSource) GetPersistentVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error) {
+	return e.client.CoreV1().PersistentVolumes().Get(ctx, name, metav1.GetOptions{})
 }
 
 func (e *envSource) ListServices(ns string) ([]*corev1.Service, error) {

@@ -21,6 +21,7 @@ import (
 	namespacecontroller "github.com/k1s/k1s/controllers/namespace"
 	"github.com/k1s/k1s/controllers/nodeipam"
 	"github.com/k1s/k1s/controllers/nodelifecycle"
+	"github.com/k1s/k1s/controllers/podautoscaler"
 	"github.com/k1s/k1s/controllers/podgc"
 	"github.com/k1s/k1s/controllers/replicaset"
 	"github.com/k1s/k1s/controllers/replication"
@@ -32,6 +33,10 @@ import (
 	"github.com/k1s/k1s/controllers/statefulset"
 	"github.com/k1s/k1s/controllers/tokencleaner"
 	"github.com/k1s/k1s/controllers/ttlafterfinished"
+	"github.com/k1s/k1s/controllers/volume/ephemeral"
+	"github.com/k1s/k1s/controllers/volume/persistentvolume"
+	"github.com/k1s/k1s/controllers/volume/pvcprotection"
+	"github.com/k1s/k1s/controllers/volume/pvprotection"
 	"github.com/k1s/k1s/internal/pki"
 )
 
@@ -50,6 +55,9 @@ type ControllerSettings struct {
 	NodeLifecycle    nodelifecycle.Config
 	PodGC            podgc.Config
 	Scheduler        scheduler.Config
+	PersistentVolume persistentvolume.Config
+	// HPA is the horizontal-pod-autoscaler controller's (--horizontal-pod-autoscaler-*).
+	HPA podautoscaler.Config
 	// ClusterSigningDuration is the longest life of a certificate the
 	// csrsigning controller signs (--cluster-signing-duration). Default 8760h.
 	ClusterSigningDuration time.Duration
@@ -72,6 +80,8 @@ func (s *ControllerSettings) SetDefaults() {
 	s.GarbageCollector.SetDefaults()
 	s.ResourceQuota.SetDefaults()
 	s.Scheduler.SetDefaults()
+	s.PersistentVolume.SetDefaults()
+	s.HPA.SetDefaults()
 	if s.ClusterSigningDuration == 0 {
 		s.ClusterSigningDuration = certificates.DefaultSigningDuration
 	}
@@ -111,6 +121,8 @@ func (s *ControllerSettings) Validate() error {
 		s.NodeLifecycle.Validate(),
 		s.PodGC.Validate(),
 		s.Scheduler.Validate(),
+		s.PersistentVolume.Validate(),
+		s.HPA.Validate(),
 		signingDurationErr(s.ClusterSigningDuration),
 	)
 }
@@ -141,12 +153,17 @@ func controllers(rootCA []byte, cas clusterCAs, clusterCIDR *net.IPNet, nodeMask
 		endpointslicemirroring.Descriptor(),
 		garbagecollector.Descriptor(s.GarbageCollector),
 		disruption.Descriptor(),
+		podautoscaler.Descriptor(s.HPA),
 		resourcequota.Descriptor(s.ResourceQuota),
 		clusterroleaggregation.Descriptor(),
 		certificates.ApproverDescriptor(),
 		certificates.SignerDescriptor(certificates.SignerConfig{ClientCA: cas.client, ServerCA: cas.server, Duration: s.ClusterSigningDuration}),
 		certificates.CleanerDescriptor(),
 		tokencleaner.Descriptor(),
+		persistentvolume.Descriptor(s.PersistentVolume),
+		pvprotection.Descriptor(),
+		pvcprotection.Descriptor(),
+		ephemeral.Descriptor(),
 	}
 	if serviceLB {
 		out = append(out, servicelb.Descriptor())

@@ -34,6 +34,11 @@ type joinInfo struct {
 	// bearer is the "<id>.<secret>" a new token takes (--token on a new
 	// cluster's server); empty: a random one.
 	bearer string
+	// agentBearer is the agent token's "<id>.<secret>" (--agent-token):
+	// a bootstrap token of its own that lets agents join and never a
+	// server. Empty: agents join with the server token, which
+	// <data-dir>/server/agent-token then holds too, as in k3s.
+	agentBearer string
 }
 
 func (j *joinInfo) Run(ctx context.Context) error {
@@ -58,7 +63,10 @@ func (j *joinInfo) ensure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := j.ensureSecret(ctx, tok); err != nil {
+	if err := j.ensureSecret(ctx, serverToken(tok)); err != nil {
+		return err
+	}
+	if err := j.ensureAgentToken(ctx, tok); err != nil {
 		return err
 	}
 	return j.ensureClusterInfo(ctx)
@@ -97,6 +105,63 @@ func (j *joinInfo) token() (jointoken.Token, error) {
 	return tok, nil
 }
 
+// agentTokenFile is <data-dir>/server/agent-token: the token agents join
+// with (k3s's file).
+const agentTokenFile = "agent-token"
+
+// agentToken is the bootstrap token behind --agent-token: like the server
+// token's, it authenticates agents in the k1s node group; the server join
+// endpoints (cluster.go) take only the server token.
+func agentToken(tok jointoken.Token) bootstraptoken.Token {
+	return bootstraptoken.Token{
+		ID:          tok.ID,
+		Secret:      tok.Secret,
+		Description: "k1s agent join token (--agent-token, <data-dir>/server/agent-token)",
+		Usages:      []string{bootstraptoken.UsageAuthentication},
+		Groups:      []string{bootstraptoken.DefaultGroup},
+	}
+}
+
+// ensureAgentToken writes <data-dir>/server/agent-token: the agent token
+// (its bootstrap Secret stored first) or, without --agent-token, the
+// server token. A previous agent token that was replaced loses its
+// Secret, so agents can no longer join with it.
+func (j *joinInfo) ensureAgentToken(ctx context.Context, server jointoken.Token) error {
+	path := filepath.Join(j.dir, agentTokenFile)
+	var old jointoken.Token
+	if data, err := os.ReadFile(path); err == nil {
+		old, _ = jointoken.Parse(string(data))
+	}
+	tok := server
+	if j.agentBearer != "" {
+		ca, err := os.ReadFile(j.caFile)
+		if err != nil {
+			return fmt.Errorf("read the server CA: %w", err)
+		}
+		agent, err := jointoken.New(ca, j.agentBearer)
+		if err != nil {
+			return fmt.Errorf("--agent-token: %w", err)
+		}
+		if agent.ID == server.ID {
+			return fmt.Errorf("--agent-token: the agent token has the server token's id %q: give it an id of its own", agent.ID)
+		}
+		if err := j.ensureSecret(ctx, agentToken(agent)); err != nil {
+			return fmt.Errorf("store the agent token: %w", err)
+		}
+		tok = agent
+	}
+	if old.ID != "" && old.ID != tok.ID && old.ID != server.ID {
+		name := bootstraptoken.SecretName(old.ID)
+		if err := j.client.CoreV1().Secrets(metav1.NamespaceSystem).Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete the replaced agent token's secret %s: %w", name, err)
+		}
+	}
+	if cur, err := os.ReadFile(path); err == nil && strings.TrimSpace(string(cur)) == tok.String() {
+		return nil
+	}
+	return pki.WriteFileAtomic(path, []byte(tok.String()+"\n"), 0o600)
+}
+
 // joinTokenFiles are the files in <data-dir>/server holding the join
 // token, "token" first: the server reads that one at start.
 var joinTokenFiles = []string{"token", "node-token"}
@@ -128,9 +193,9 @@ func serverToken(tok jointoken.Token) bootstraptoken.Token {
 	}
 }
 
-// ensureSecret stores the token's bootstrap Secret when missing.
-func (j *joinInfo) ensureSecret(ctx context.Context, tok jointoken.Token) error {
-	secret, err := bootstraptoken.ToSecret(serverToken(tok))
+// ensureSecret stores a bootstrap token's Secret when missing.
+func (j *joinInfo) ensureSecret(ctx context.Context, bt bootstraptoken.Token) error {
+	secret, err := bootstraptoken.ToSecret(bt)
 	if err != nil {
 		return err
 	}
@@ -203,6 +268,13 @@ func RotateJoinToken(ctx context.Context, client kubernetes.Interface, dataDir, 
 			return jointoken.Token{}, errors.Join(err, fmt.Errorf("delete the new token's secret %s: %w", secret.Name, derr))
 		}
 		return jointoken.Token{}, err
+	}
+	// agent-token follows when it is the server token (no --agent-token).
+	agentPath := filepath.Join(serverDir, agentTokenFile)
+	if cur, err := os.ReadFile(agentPath); err == nil && strings.TrimSpace(string(cur)) == old.String() {
+		if err := pki.WriteFileAtomic(agentPath, []byte(tok.String()+"\n"), 0o600); err != nil {
+			return tok, fmt.Errorf("the join token is rotated, but %s still holds the old one: %w", agentPath, err)
+		}
 	}
 	oldName := bootstraptoken.SecretName(old.ID)
 	if err := secrets.Delete(ctx, oldName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {

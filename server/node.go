@@ -16,6 +16,7 @@ import (
 
 	"github.com/k1s/k1s/agent"
 	"github.com/k1s/k1s/agent/dns"
+	"github.com/k1s/k1s/agent/localpath"
 	"github.com/k1s/k1s/agent/logs"
 	"github.com/k1s/k1s/agent/network"
 	"github.com/k1s/k1s/agent/proxy"
@@ -32,7 +33,7 @@ import (
 func (s *Server) nodeComponent(cluster *pki.Cluster, local string, apiReady <-chan struct{}) (node *agent.Node, err error) {
 	var embedded *containerd.Config
 	if s.cfg.ContainerRuntimeEndpoint == "" {
-		embedded = &containerd.Config{DataDir: s.cfg.DataDir}
+		embedded = &containerd.Config{DataDir: s.cfg.DataDir, PrivateRegistry: s.cfg.PrivateRegistry}
 	}
 	certs, err := s.nodeCerts(cluster, local)
 	if err != nil {
@@ -76,7 +77,15 @@ func (s *Server) nodeComponent(cluster *pki.Cluster, local string, apiReady <-ch
 			ResolvConf:    s.cfg.ResolvConf,
 		}
 	}
+	var localStorage *localpath.Config
+	if !s.p.disabled[ComponentLocalStorage] {
+		localStorage = &localpath.Config{StoragePath: s.cfg.DefaultLocalStoragePath}
+	}
 	taints, err := agent.ParseTaints(s.cfg.NodeTaints)
+	if err != nil {
+		return nil, err
+	}
+	externalIPs, err := ParseExternalIPs(s.cfg.NodeExternalIPs)
 	if err != nil {
 		return nil, err
 	}
@@ -93,6 +102,9 @@ func (s *Server) nodeComponent(cluster *pki.Cluster, local string, apiReady <-ch
 			ClusterDomain:   s.cfg.ClusterDomain,
 			ResolvConf:      s.cfg.ResolvConf,
 			KubeletVersion:  kubeletVersion(),
+			MaxPods:         int64(s.cfg.MaxPods),
+			NodeExternalIPs: externalIPs,
+			NodeExternalDNS: s.cfg.NodeExternalDNS,
 		},
 		Server: agentserver.Config{
 			TLSCertFile:       certs.Serving.CertFile,
@@ -100,13 +112,14 @@ func (s *Server) nodeComponent(cluster *pki.Cluster, local string, apiReady <-ch
 			ClientCAFile:      certs.ClientCAFile,
 			ReadOnlyPort:      s.cfg.ReadOnlyPort,
 		},
-		Logs:        logs.Config{MaxSize: s.cfg.ContainerLogMaxSize, MaxFiles: s.cfg.ContainerLogMaxFiles},
-		ClusterCIDR: s.p.clusterCIDR,
-		Containerd:  embedded,
-		APIReady:    apiReady,
-		Proxy:       proxyCfg,
-		DNS:         dnsCfg,
-		Overlay:     &network.OverlayConfig{NodeName: s.cfg.NodeName, NodeIP: s.p.nodeIP, Backend: s.cfg.FlannelBackend},
+		Logs:         logs.Config{MaxSize: s.cfg.ContainerLogMaxSize, MaxFiles: s.cfg.ContainerLogMaxFiles},
+		ClusterCIDR:  s.p.clusterCIDR,
+		Containerd:   embedded,
+		APIReady:     apiReady,
+		Proxy:        proxyCfg,
+		DNS:          dnsCfg,
+		LocalStorage: localStorage,
+		Overlay:      &network.OverlayConfig{NodeName: s.cfg.NodeName, NodeIP: s.p.nodeIP, Backend: s.cfg.FlannelBackend},
 	}, restCfg, proxyRestCfg)
 	if err != nil {
 		return nil, err

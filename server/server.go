@@ -27,6 +27,7 @@ import (
 
 	"github.com/k1s/k1s/agent"
 	"github.com/k1s/k1s/agent/logs"
+	"github.com/k1s/k1s/controllers/helm"
 	"github.com/k1s/k1s/controllers/manager"
 	"github.com/k1s/k1s/controllers/nodeipam"
 	"github.com/k1s/k1s/embed/etcd"
@@ -37,6 +38,7 @@ import (
 	"github.com/k1s/k1s/internal/supervisor"
 	"github.com/k1s/k1s/server/apiserver"
 	"github.com/k1s/k1s/server/auth/serviceaccount"
+	"github.com/k1s/k1s/server/etcdsnapshot"
 )
 
 // Config is the configuration of `k1s server`, filled from its flags.
@@ -108,14 +110,24 @@ type Config struct {
 	DisableKubeProxy bool
 	// Disable turns off packaged components (--disable, k3s's names):
 	// "servicelb" (load-balancer addresses from the nodes), "coredns"
-	// (the built-in cluster DNS and its kube-dns Service). Default none.
+	// (the built-in cluster DNS and its kube-dns Service), "local-storage"
+	// (the local-path StorageClass and this server's node's provisioner).
+	// Default none.
 	Disable []string
+	// DefaultLocalStoragePath is where this server's node provisions
+	// local-path volumes (--default-local-storage-path, k3s's flag).
+	// Default <data-dir>/storage.
+	DefaultLocalStoragePath string
 	// ContainerLogMaxSize and ContainerLogMaxFiles bound container logs
 	// (--container-log-max-size 10Mi, --container-log-max-files 5).
 	ContainerLogMaxSize  string
 	ContainerLogMaxFiles int
 	// ReadOnlyPort serves the agent's read-only API (--read-only-port). Default 0, off.
 	ReadOnlyPort int
+	// NodeOptions are k3s's node and join settings (--private-registry,
+	// --node-external-ip, --agent-token, --egress-selector-mode,
+	// --kubelet-arg=max-pods); see server/k3soptions.go.
+	NodeOptions
 	// NodeCIDRMaskSize is the prefix length of each node's pod CIDR
 	// (--node-cidr-mask-size). Default 24.
 	NodeCIDRMaskSize int
@@ -148,6 +160,20 @@ type Config struct {
 	// live a year. Default 90 days (k3s's). No flag: tests shorten the
 	// wait.
 	CertificateRenewBefore time.Duration
+	// EtcdSnapshots configures the scheduled snapshots of the embedded
+	// etcd (--etcd-snapshot-schedule-cron "0 */12 * * *",
+	// --etcd-snapshot-retention 5 (0 keeps all), --etcd-snapshot-dir
+	// <data-dir>/server/db/snapshots, --etcd-snapshot-name etcd-snapshot,
+	// --etcd-snapshot-compress); NodeName is the node's.
+	EtcdSnapshots etcdsnapshot.ScheduleConfig
+	// DisableSnapshots takes no scheduled snapshots
+	// (--etcd-disable-snapshots). With DatastoreEndpoint none are taken.
+	DisableSnapshots bool
+	// ClusterReset makes the embedded etcd member a cluster of itself
+	// alone, from ClusterResetRestorePath's snapshot when set, and
+	// returns (--cluster-reset, --cluster-reset-restore-path; k3s's).
+	ClusterReset            bool
+	ClusterResetRestorePath string
 }
 
 // SetDefaults fills unset fields.
@@ -210,6 +236,9 @@ func (c *Config) SetDefaults() {
 	if c.NodeCIDRMaskSize == 0 {
 		c.NodeCIDRMaskSize = 24
 	}
+	if c.DefaultLocalStoragePath == "" {
+		c.DefaultLocalStoragePath = filepath.Join(c.DataDir, "storage")
+	}
 	if c.ControllerManager == nil {
 		cm := manager.DefaultConfig()
 		c.ControllerManager = &cm
@@ -223,6 +252,11 @@ func (c *Config) SetDefaults() {
 	if c.AdvertiseAddress == "" {
 		c.AdvertiseAddress = c.NodeIP
 	}
+	c.EtcdSnapshots.SetDefaults()
+	if c.EtcdSnapshots.Dir == "" {
+		c.EtcdSnapshots.Dir = etcdsnapshot.DefaultDir(c.DataDir)
+	}
+	c.EtcdSnapshots.NodeName = c.NodeName
 }
 
 // parsed holds the validated, typed form of Config.
@@ -236,11 +270,12 @@ type parsed struct {
 
 // Packaged components --disable turns off, under k3s's names.
 const (
-	ComponentServiceLB = "servicelb"
-	ComponentCoreDNS   = "coredns"
+	ComponentServiceLB    = "servicelb"
+	ComponentCoreDNS      = "coredns"
+	ComponentLocalStorage = "local-storage"
 )
 
-var disableable = map[string]bool{ComponentServiceLB: true, ComponentCoreDNS: true}
+var disableable = map[string]bool{ComponentServiceLB: true, ComponentCoreDNS: true, ComponentLocalStorage: true}
 
 func sortedNames(m map[string]bool) []string {
 	out := make([]string, 0, len(m))
@@ -307,7 +342,7 @@ func (c *Config) parse() (*parsed, error) {
 			if name == "" {
 				continue
 			}
-			if !disableable[name] {
+			if !disableable[name] && !packagedManifest(name) {
 				errs = append(errs, fmt.Errorf("--disable: %q is not a component k1s packages (want one of %s)", name, strings.Join(sortedNames(disableable), ", ")))
 				continue
 			}
@@ -342,7 +377,7 @@ func (c *Config) parse() (*parsed, error) {
 			errs = append(errs, err)
 		}
 	}
-	if err := c.ControllerManager.Validate(controllers(nil, clusterCAs{}, p.clusterCIDR, c.NodeCIDRMaskSize, *c.Controllers, !p.disabled[ComponentServiceLB])...); err != nil {
+	if err := c.ControllerManager.Validate(append(controllers(nil, clusterCAs{}, p.clusterCIDR, c.NodeCIDRMaskSize, *c.Controllers, !p.disabled[ComponentServiceLB]), helm.Descriptor(helmConfig(c.DataDir)))...); err != nil {
 		errs = append(errs, err)
 	}
 	if err := c.Controllers.Validate(); err != nil {
@@ -375,6 +410,8 @@ func (c *Config) parse() (*parsed, error) {
 			errs = append(errs, fmt.Errorf("%s: %d is not a valid port", port.flag, port.v))
 		}
 	}
+	errs = append(errs, c.validateSnapshots()...)
+	errs = append(errs, c.NodeOptions.validate(!c.DisableAgent && c.ContainerRuntimeEndpoint == "")...)
 	return p, errors.Join(errs...)
 }
 
@@ -493,6 +530,7 @@ func (s *Server) Run(ctx context.Context) error {
 	etcdServers := strings.Split(s.cfg.DatastoreEndpoint, ",")
 	etcdCA, etcdCert, etcdKey := s.cfg.DatastoreCAFile, s.cfg.DatastoreCertFile, s.cfg.DatastoreKeyFile
 	var etcdLocal func() (*clientv3.Client, error)
+	var snapshots supervisor.Component
 	endpoints := &clusterEndpoints{serverDir: s.serverDir(), settings: s.criticalSettings()}
 	if s.cfg.DatastoreEndpoint == "" {
 		ec := etcd.Config{
@@ -509,11 +547,23 @@ func (s *Server) Run(ctx context.Context) error {
 			ec.PeerCertFile, ec.PeerKeyFile = cluster.EtcdPeer.CertFile, cluster.EtcdPeer.KeyFile
 			ec.InitialCluster = cs.initialCluster
 		}
+		if s.cfg.ClusterReset {
+			return s.clusterReset(ctx, ec)
+		}
+		// A normal start ends a finished reset (k3s's).
+		os.Remove(filepath.Join(s.serverDir(), "db", resetFlagFile))
 		e, err := etcd.New(ec)
 		if err != nil {
 			return err
 		}
 		endpoints.etcd = e
+		if s.cfg.snapshotsEnabled() {
+			sched, err := s.snapshotScheduler(e.Endpoint(), cluster)
+			if err != nil {
+				return err
+			}
+			snapshots = sched
+		}
 		first = append(first, supervisor.Named{Name: "etcd", Component: e})
 		etcdServers = []string{e.Endpoint()}
 		etcdLocal = e.LocalClient
@@ -542,6 +592,7 @@ func (s *Server) Run(ctx context.Context) error {
 		ServerCAFile:                        cluster.ServerCA.CertFile,
 		AgentClientCertFile:                 cluster.APIServerClient.CertFile,
 		AgentClientKeyFile:                  cluster.APIServerClient.KeyFile,
+		NoAgentTunnels:                      s.cfg.EgressSelectorMode == EgressDisabled,
 		RequestHeaderCAFile:                 cluster.RequestHeaderCA.CertFile,
 		ProxyClientCertFile:                 cluster.AuthProxyClient.CertFile,
 		ProxyClientKeyFile:                  cluster.AuthProxyClient.KeyFile,
@@ -566,7 +617,7 @@ func (s *Server) Run(ctx context.Context) error {
 	// no HTTP/2, no gzip).
 	cmConfig := *s.cfg.ControllerManager
 	cmConfig.InProcess = s.inProcess.ClientConfig
-	cm, err := manager.New(cmConfig, controllerConfig, controllers(rootCA, clusterCAs{client: pki.CertKey{CertFile: cluster.ClientCA.CertFile, KeyFile: cluster.ClientCA.KeyFile}, server: pki.CertKey{CertFile: cluster.ServerCA.CertFile, KeyFile: cluster.ServerCA.KeyFile}}, s.p.clusterCIDR, s.cfg.NodeCIDRMaskSize, *s.cfg.Controllers, !s.p.disabled[ComponentServiceLB])...)
+	cm, err := manager.New(cmConfig, controllerConfig, append(controllers(rootCA, clusterCAs{client: pki.CertKey{CertFile: cluster.ClientCA.CertFile, KeyFile: cluster.ClientCA.KeyFile}, server: pki.CertKey{CertFile: cluster.ServerCA.CertFile, KeyFile: cluster.ServerCA.KeyFile}}, s.p.clusterCIDR, s.cfg.NodeCIDRMaskSize, *s.cfg.Controllers, !s.p.disabled[ComponentServiceLB]), helm.Descriptor(helmConfig(s.cfg.DataDir)))...)
 	if err != nil {
 		return err
 	}
@@ -583,7 +634,11 @@ func (s *Server) Run(ctx context.Context) error {
 		labeler := &controlPlaneLabeler{client: admin, nodeName: s.cfg.NodeName}
 		last = append(last, supervisor.Named{Name: "node-labels", Component: ignoreCancel{labeler}})
 	}
-	join := &joinInfo{client: admin, dir: s.serverDir(), caFile: cluster.ServerCA.CertFile, retry: time.Second, bearer: firstToken(token, s.cfg.JoinServer), settings: map[string]string{
+	agentBearer, err := s.cfg.agentBearer()
+	if err != nil {
+		return err
+	}
+	join := &joinInfo{client: admin, dir: s.serverDir(), caFile: cluster.ServerCA.CertFile, retry: time.Second, bearer: firstToken(token, s.cfg.JoinServer), agentBearer: agentBearer, settings: map[string]string{
 		jointoken.ClusterInfoClusterCIDR: s.p.clusterCIDR.String(), jointoken.ClusterInfoServiceCIDR: s.p.serviceCIDR.String(),
 		jointoken.ClusterInfoClusterDNS: s.cfg.ClusterDNS, jointoken.ClusterInfoClusterDomain: s.cfg.ClusterDomain,
 		jointoken.ClusterInfoFlannelBackend: s.cfg.FlannelBackend,
@@ -595,13 +650,16 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	join.settings[jointoken.ClusterInfoClientCA] = string(clientCA)
 	last = append(last, supervisor.Named{Name: "join-token", Component: ignoreCancel{join}})
-	if dnsIP := net.ParseIP(s.cfg.ClusterDNS); !s.p.disabled[ComponentCoreDNS] && s.p.serviceCIDR.Contains(dnsIP) {
-		last = append(last, supervisor.Named{Name: "kube-dns-service", Component: ignoreCancel{&kubeDNSService{client: admin, ip: dnsIP, retry: time.Second}}})
-	}
+	// The manifests folder (packaged manifests such as the kube-dns
+	// Service, and the operator's) and the CRDs it needs.
+	last = append(last, supervisor.Named{Name: "deploy", Component: ignoreCancel{&manifestsComponent{s: s, config: adminCfg}}})
 	last = append(last, supervisor.Named{Name: "certificate-renewal", Component: &certRenewer{
 		files: func() []string { return s.leafFiles(cluster) }, renewBefore: s.cfg.CertificateRenewBefore, clock: clock.RealClock{},
 		renew: func(context.Context) error { return s.renewCertificates(pkiCfg, local, node != nil) },
 	}})
+	if snapshots != nil {
+		last = append(last, supervisor.Named{Name: "etcd-snapshots", Component: snapshots})
+	}
 	tiers = append(tiers, last)
 	go func() {
 		select {

@@ -3,11 +3,13 @@ package kuberuntime
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/utils/ptr"
 )
 
 // plan is actions with containers by name, for comparison.
@@ -22,9 +24,11 @@ type plan struct {
 
 func planOf(a actions) plan {
 	p := plan{KillPod: a.killPod, CreateSandbox: a.createSandbox, Attempt: a.attempt, InitFailed: a.initFailed}
-	if a.initToStart != nil {
-		p.Init = a.initToStart.Name
+	var inits []string
+	for _, c := range a.initsToStart {
+		inits = append(inits, c.Name)
 	}
+	p.Init = strings.Join(inits, ",")
 	for _, c := range a.startApps {
 		p.Apps = append(p.Apps, c.Name)
 	}
@@ -58,12 +62,20 @@ func TestComputeActions(t *testing.T) {
 	i1, i2 := app("i1"), app("i2")
 	changed := a
 	changed.Image = "k1s.local/busybox:1.37"
+	sc := app("sc")
+	sc.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+	scProbe := sc
+	scProbe.StartupProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+	startedIf := func(ok bool) func(string, string) (bool, bool) {
+		return func(string, string) (bool, bool) { return ok, true }
+	}
 
 	tests := []struct {
 		name     string
 		pod      *corev1.Pod
 		st       *PodStatus
 		liveness sets.Set[string]
+		started  func(name, id string) (bool, bool)
 		want     plan
 	}{
 		{
@@ -231,11 +243,83 @@ func TestComputeActions(t *testing.T) {
 			}},
 			want: plan{Attempt: 1, Kill: []string{"x1"}},
 		},
+		{
+			name: "a running sidecar without a startup probe lets the next init container start",
+			pod:  podWith(corev1.RestartPolicyAlways, []corev1.Container{sc, i1}, a),
+			st:   &PodStatus{Sandboxes: readySB, Containers: []*ContainerStatus{running("s1", sc)}},
+			want: plan{Attempt: 1, Init: "i1"},
+		},
+		{
+			name: "a sidecar whose startup probe has no result holds the next init container",
+			pod:  podWith(corev1.RestartPolicyAlways, []corev1.Container{scProbe, i1}, a),
+			st:   &PodStatus{Sandboxes: readySB, Containers: []*ContainerStatus{running("s1", scProbe)}},
+			want: plan{Attempt: 1},
+		},
+		{
+			name:    "a sidecar whose startup probe failed so far holds the next init container",
+			pod:     podWith(corev1.RestartPolicyAlways, []corev1.Container{scProbe, i1}, a),
+			st:      &PodStatus{Sandboxes: readySB, Containers: []*ContainerStatus{running("s1", scProbe)}},
+			started: startedIf(false),
+			want:    plan{Attempt: 1},
+		},
+		{
+			name:     "a sidecar that failed its startup probe is restarted, the next init container still waits",
+			pod:      podWith(corev1.RestartPolicyAlways, []corev1.Container{scProbe, i1}, a),
+			st:       &PodStatus{Sandboxes: readySB, Containers: []*ContainerStatus{running("s1", scProbe)}},
+			started:  startedIf(false),
+			liveness: sets.New("sc"),
+			want:     plan{Attempt: 1, Init: "sc", Kill: []string{"s1"}},
+		},
+		{
+			name:    "a started sidecar lets the next init container start",
+			pod:     podWith(corev1.RestartPolicyAlways, []corev1.Container{scProbe, i1}, a),
+			st:      &PodStatus{Sandboxes: readySB, Containers: []*ContainerStatus{running("s1", scProbe)}},
+			started: startedIf(true),
+			want:    plan{Attempt: 1, Init: "i1"},
+		},
+		{
+			name: "a started sidecar last in line lets the app containers start",
+			pod:  podWith(corev1.RestartPolicyAlways, []corev1.Container{i1, sc}, a, b),
+			st:   &PodStatus{Sandboxes: readySB, Containers: []*ContainerStatus{running("s1", sc), exited("c0", "i1", 0)}},
+			want: plan{Attempt: 1, Apps: []string{"a", "b"}},
+		},
+		{
+			name: "a sidecar that exited is restarted beside the running app, whatever the pod's restartPolicy",
+			pod:  podWith(corev1.RestartPolicyNever, []corev1.Container{sc, i1}, a),
+			st: &PodStatus{Sandboxes: readySB, Containers: []*ContainerStatus{
+				running("c2", a), exited("c1", "i1", 0), exited("s1", "sc", 1),
+			}},
+			want: plan{Attempt: 1, Init: "sc"},
+		},
+		{
+			name: "a sidecar that exited while init containers run is restarted with the current one waiting",
+			pod:  podWith(corev1.RestartPolicyAlways, []corev1.Container{sc, i1}, a),
+			st: &PodStatus{Sandboxes: readySB, Containers: []*ContainerStatus{
+				running("c1", i1), exited("s1", "sc", 0),
+			}},
+			want: plan{Attempt: 1, Init: "sc"},
+		},
+		{
+			name: "sidecars stop once the regular containers completed for good",
+			pod:  podWith(corev1.RestartPolicyNever, []corev1.Container{sc}, a),
+			st: &PodStatus{Sandboxes: readySB, Containers: []*ContainerStatus{
+				exited("c1", "a", 0), running("s1", sc),
+			}},
+			want: plan{Attempt: 1, Kill: []string{"s1"}},
+		},
+		{
+			name: "a regular init container failed under Never fails the pod",
+			pod:  podWith(corev1.RestartPolicyNever, []corev1.Container{sc, i1}, a),
+			st: &PodStatus{Sandboxes: readySB, Containers: []*ContainerStatus{
+				exited("c1", "i1", 1), running("s1", sc),
+			}},
+			want: plan{Attempt: 1, InitFailed: true},
+		},
 	}
 	te := newTestEnv(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := planOf(te.m.computeActions(tt.pod, tt.st, tt.liveness))
+			got := planOf(te.m.computeActions(tt.pod, tt.st, Probes{LivenessFailed: tt.liveness, Started: tt.started}))
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("actions (-want +got):\n%s", diff)
 			}

@@ -40,6 +40,9 @@ func (m *Manager) sandboxConfig(ctx context.Context, pod *corev1.Pod, attempt ui
 		// The node's UTS namespace: the runtime may not set a hostname.
 		cfg.Hostname = ""
 	}
+	// The runtime runs a privileged container only in a privileged
+	// sandbox ("no privileged container allowed in sandbox").
+	cfg.Linux.SecurityContext.Privileged = hasPrivileged(pod)
 	dns, err := m.dnsConfig(pod)
 	if err != nil {
 		return nil, err
@@ -78,6 +81,30 @@ func (m *Manager) sandboxConfig(ctx context.Context, pod *corev1.Pod, attempt ui
 		}
 	}
 	return cfg, nil
+}
+
+// hasPrivileged reports whether a container of pod (init, regular or
+// ephemeral) is privileged.
+func hasPrivileged(pod *corev1.Pod) bool {
+	privileged := func(sc *corev1.SecurityContext) bool {
+		return sc != nil && sc.Privileged != nil && *sc.Privileged
+	}
+	for i := range pod.Spec.InitContainers {
+		if privileged(pod.Spec.InitContainers[i].SecurityContext) {
+			return true
+		}
+	}
+	for i := range pod.Spec.Containers {
+		if privileged(pod.Spec.Containers[i].SecurityContext) {
+			return true
+		}
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		if privileged(pod.Spec.EphemeralContainers[i].SecurityContext) {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *Manager) podHostname(pod *corev1.Pod) string {
@@ -250,24 +277,7 @@ func (m *Manager) containerConfig(ctx context.Context, pod *corev1.Pod, c *corev
 }
 
 func (m *Manager) linuxContainerConfig(pod *corev1.Pod, c *corev1.Container) *runtimeapi.LinuxContainerConfig {
-	res := &runtimeapi.LinuxContainerResources{}
-	cpuReq := c.Resources.Requests.Cpu().MilliValue()
-	shares := cpuReq * 1024 / 1000
-	if shares < 2 {
-		shares = 2
-	}
-	res.CpuShares = shares
-	if lim, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
-		res.CpuPeriod = 100000
-		q := lim.MilliValue() * 100000 / 1000
-		if q < 1000 {
-			q = 1000
-		}
-		res.CpuQuota = q
-	}
-	if lim, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
-		res.MemoryLimitInBytes = lim.Value()
-	}
+	res := CgroupResources(c)
 	res.OomScoreAdj = oomScoreAdj(pod, c, m.cfg.MemoryCapacity)
 
 	sc := &runtimeapi.LinuxContainerSecurityContext{NamespaceOptions: namespaceOptions(pod)}
@@ -317,6 +327,60 @@ func (m *Manager) linuxContainerConfig(pod *corev1.Pod, c *corev1.Container) *ru
 		sc.ReadonlyPaths = defaultReadonlyPaths
 	}
 	return &runtimeapi.LinuxContainerConfig{Resources: res, SecurityContext: sc}
+}
+
+// CgroupResources are the cgroup settings container c runs with: cpu
+// shares from its cpu request (at least 2), a CFS quota over a 100 ms
+// period from its cpu limit (at least 1 ms), its memory limit; as kubelet
+// computes them.
+func CgroupResources(c *corev1.Container) *runtimeapi.LinuxContainerResources {
+	res := &runtimeapi.LinuxContainerResources{}
+	cpuReq := c.Resources.Requests.Cpu().MilliValue()
+	shares := cpuReq * 1024 / 1000
+	if shares < 2 {
+		shares = 2
+	}
+	res.CpuShares = shares
+	if lim, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
+		res.CpuPeriod = 100000
+		q := lim.MilliValue() * 100000 / 1000
+		if q < 1000 {
+			q = 1000
+		}
+		res.CpuQuota = q
+	}
+	if lim, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+		res.MemoryLimitInBytes = lim.Value()
+	}
+	return res
+}
+
+// resizeNeeds says which of a running container's resources differ from
+// what its spec asks (actual is what the runtime reports; nil: unknown,
+// nothing to do).
+func resizeNeeds(c *corev1.Container, actual *runtimeapi.LinuxContainerResources) (cpu, memory bool) {
+	if actual == nil {
+		return false, false
+	}
+	want := CgroupResources(c)
+	cpu = want.CpuShares != actual.CpuShares || want.CpuQuota != quotaOf(actual)
+	memory = want.MemoryLimitInBytes != actual.MemoryLimitInBytes
+	return cpu, memory
+}
+
+// quotaOf is a reported CFS quota, 0 for none (runtimes report -1 or 0).
+func quotaOf(r *runtimeapi.LinuxContainerResources) int64 {
+	if r.CpuQuota <= 0 {
+		return 0
+	}
+	return r.CpuQuota
+}
+
+// ResourcesActuated reports whether a running container runs with the
+// cgroup settings its spec asks (true when the runtime does not say).
+func ResourcesActuated(c *corev1.Container, actual *runtimeapi.LinuxContainerResources) bool {
+	cpu, memory := resizeNeeds(c, actual)
+	return !cpu && !memory
 }
 
 func capName(c corev1.Capability) string {

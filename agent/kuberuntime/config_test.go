@@ -114,6 +114,28 @@ func TestSandboxSecurityAndHostname(t *testing.T) {
 		t.Errorf("sandbox linux config (-want +got):\n%s", diff)
 	}
 
+	// A privileged container, even an init or ephemeral one, needs a
+	// privileged sandbox.
+	for _, mutate := range []func(p *corev1.Pod, sc *corev1.SecurityContext){
+		func(p *corev1.Pod, sc *corev1.SecurityContext) { p.Spec.Containers[0].SecurityContext = sc },
+		func(p *corev1.Pod, sc *corev1.SecurityContext) {
+			p.Spec.InitContainers = []corev1.Container{{Name: "init", SecurityContext: sc}}
+		},
+		func(p *corev1.Pod, sc *corev1.SecurityContext) {
+			p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "dbg", SecurityContext: sc}}}
+		},
+	} {
+		p := testPod(corev1.Container{Name: "app"})
+		mutate(p, &corev1.SecurityContext{Privileged: ptr.To(true)})
+		cfg, err := te.m.sandboxConfig(context.Background(), p, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !cfg.Linux.SecurityContext.Privileged {
+			t.Errorf("sandbox of a pod with a privileged container is not privileged")
+		}
+	}
+
 	long := testPod(corev1.Container{Name: "app"})
 	long.Name = "a-very-long-pod-name-that-goes-on-and-on-and-on-past-sixty-three-chars-x"
 	cfg, err = te.m.sandboxConfig(context.Background(), long, 0)

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/util/validation"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 )
 
@@ -93,7 +92,11 @@ func (m *Manager) makeEnvironment(ctx context.Context, pod *corev1.Pod, c *corev
 	return out, nil
 }
 
-func validEnvName(name string) bool { return len(validation.IsEnvVarName(name)) == 0 }
+// validEnvName accepts what can be an environment variable: upstream takes
+// envFrom's prefixed keys as they are (the prefix may be any printable
+// ASCII but '=', and start with a digit); only a name that cannot be
+// written as NAME=value is left out.
+func validEnvName(name string) bool { return name != "" && !strings.ContainsAny(name, "=\x00") }
 
 func sortedKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))
@@ -126,7 +129,7 @@ func (m *Manager) envValueFrom(ctx context.Context, pod *corev1.Pod, c *corev1.C
 		v, err := m.podField(pod, src.FieldRef.FieldPath, podIPs)
 		return v, err == nil, err
 	case src.ResourceFieldRef != nil:
-		v, err := resourceField(pod, c, src.ResourceFieldRef)
+		v, err := resourceField(pod, c, src.ResourceFieldRef, m.nodeAllocatable())
 		return v, err == nil, err
 	case src.ConfigMapKeyRef != nil:
 		ref := src.ConfigMapKeyRef
@@ -219,9 +222,17 @@ func (m *Manager) podField(pod *corev1.Pod, path string, podIPs []string) (strin
 	return "", fmt.Errorf("unsupported fieldRef %q", path)
 }
 
+func (m *Manager) nodeAllocatable() corev1.ResourceList {
+	if m.allocatable == nil {
+		return nil
+	}
+	return m.allocatable()
+}
+
 // resourceField resolves a resourceFieldRef of container c (or of the one
-// the reference names) with its divisor, rounding up as upstream does.
-func resourceField(pod *corev1.Pod, c *corev1.Container, ref *corev1.ResourceFieldSelector) (string, error) {
+// the reference names) with its divisor, rounding up as upstream does. A
+// limit the container does not set is the node's allocatable amount.
+func resourceField(pod *corev1.Pod, c *corev1.Container, ref *corev1.ResourceFieldSelector, allocatable corev1.ResourceList) (string, error) {
 	target := c
 	if ref.ContainerName != "" {
 		target = nil
@@ -244,13 +255,19 @@ func resourceField(pod *corev1.Pod, c *corev1.Container, ref *corev1.ResourceFie
 		divisor = resource.MustParse("1")
 	}
 	var q resource.Quantity
+	limit := func(name corev1.ResourceName) resource.Quantity {
+		if q, ok := target.Resources.Limits[name]; ok && !q.IsZero() {
+			return q
+		}
+		return allocatable[name]
+	}
 	switch ref.Resource {
 	case "limits.cpu":
-		q = target.Resources.Limits[corev1.ResourceCPU]
+		q = limit(corev1.ResourceCPU)
 	case "limits.memory":
-		q = target.Resources.Limits[corev1.ResourceMemory]
+		q = limit(corev1.ResourceMemory)
 	case "limits.ephemeral-storage":
-		q = target.Resources.Limits[corev1.ResourceEphemeralStorage]
+		q = limit(corev1.ResourceEphemeralStorage)
 	case "requests.cpu":
 		q = target.Resources.Requests[corev1.ResourceCPU]
 	case "requests.memory":

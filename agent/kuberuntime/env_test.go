@@ -270,3 +270,47 @@ func TestExpand(t *testing.T) {
 		t.Errorf("expandAll(nil) = %v, want nil", got)
 	}
 }
+
+// TestEnvFromPrefixesAndDefaultLimits: envFrom prefixes that upstream
+// accepts (a leading digit, symbols) make variables as they are, and a
+// resourceFieldRef on a limit the container does not set resolves to the
+// node's allocatable amount (the ConfigMap, Secrets and Downward API
+// conformance specs).
+func TestEnvFromPrefixesAndDefaultLimits(t *testing.T) {
+	te := envTestSetup(t)
+	te.m.UseNodeAllocatable(func() corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")}
+	})
+	cfg := func(prefix string) corev1.EnvFromSource {
+		return corev1.EnvFromSource{Prefix: prefix, ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}
+	}
+	pod := testPod(corev1.Container{
+		Name:    "app",
+		EnvFrom: []corev1.EnvFromSource{cfg("1-"), cfg("$_-"), cfg("#@!"), {Prefix: "p-", SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "creds"}}}},
+		Env: []corev1.EnvVar{
+			{Name: "CPU_LIMIT", ValueFrom: resourceRef("", "limits.cpu", "")},
+			{Name: "MEMORY_LIMIT", ValueFrom: resourceRef("", "limits.memory", "")},
+		},
+	})
+	pod.Spec.EnableServiceLinks = ptr.To(false)
+	if res := te.sync(t, pod); res.Err != nil || len(res.Waiting) != 0 {
+		t.Fatalf("SyncPod = %+v", res)
+	}
+	_, c := te.rt.ContainerNamed(t, "app")
+	got := envMap(c.Cfg.Envs)
+	want := map[string]string{
+		"1-color": "blue", "1-size": "L", "$_-color": "blue", "$_-size": "L", "#@!color": "blue", "#@!size": "L",
+		"p-user": "admin", "p-password": "hunter2",
+		"CPU_LIMIT": "4", "MEMORY_LIMIT": "8589934592",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q", k, got[k], v)
+		}
+	}
+	for k := range got {
+		if strings.Contains(k, "=") {
+			t.Errorf("variable %q has '=' in its name", k)
+		}
+	}
+}

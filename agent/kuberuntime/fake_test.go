@@ -162,7 +162,7 @@ func (te *testEnv) status(t *testing.T, pod *corev1.Pod) *PodStatus {
 // sync runs one SyncPod pass from a fresh runtime status.
 func (te *testEnv) sync(t *testing.T, pod *corev1.Pod) SyncResult {
 	t.Helper()
-	return te.m.SyncPod(context.Background(), pod, te.status(t, pod), nil, nil)
+	return te.m.SyncPod(context.Background(), pod, te.status(t, pod), nil, Probes{})
 }
 
 func testPod(containers ...corev1.Container) *corev1.Pod {

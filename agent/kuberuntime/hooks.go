@@ -130,6 +130,11 @@ func fieldPath(pod *corev1.Pod, name string) string {
 			return fmt.Sprintf("spec.initContainers{%s}", name)
 		}
 	}
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			return fmt.Sprintf("spec.ephemeralContainers{%s}", name)
+		}
+	}
 	return fmt.Sprintf("spec.containers{%s}", name)
 }
 

@@ -8,6 +8,7 @@ package kuberuntime
 
 import (
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"strconv"
 
@@ -59,12 +60,31 @@ func containerLabels(pod *corev1.Pod, name string) map[string]string {
 }
 
 // HashContainer fingerprints a container spec: a changed hash (e.g. a new
-// image) means the running container must be replaced.
+// image) means the running container must be replaced. Its resources and
+// resize policy are left out, as kubelet's: a resize is applied in place
+// (UpdateContainerResources), or restarts the container only when its
+// resize policy says so.
 func HashContainer(c *corev1.Container) uint64 {
+	cp := *c
+	cp.Resources, cp.ResizePolicy = corev1.ResourceRequirements{}, nil
+	return hashOf(&cp)
+}
+
+// legacyHashContainer is the fingerprint of containers created before
+// resources were left out; a container carrying it is not replaced.
+func legacyHashContainer(c *corev1.Container) uint64 { return hashOf(c) }
+
+func hashOf(c *corev1.Container) uint64 {
 	data, _ := json.Marshal(c)
 	h := fnv.New64a()
 	_, _ = h.Write(data)
 	return h.Sum64()
+}
+
+// specChanged reports whether a container instance was created from a
+// different spec than c (resources aside).
+func specChanged(c *corev1.Container, hash string) bool {
+	return hash != "" && hash != fmt.Sprintf("%x", HashContainer(c)) && hash != fmt.Sprintf("%x", legacyHashContainer(c))
 }
 
 func containerAnnotations(pod *corev1.Pod, c *corev1.Container, restartCount int, init bool) map[string]string {

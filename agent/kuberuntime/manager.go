@@ -95,7 +95,16 @@ type Manager struct {
 	// handlers looks up RuntimeClasses' handlers (UseRuntimeClasses); nil:
 	// every sandbox runs with cfg.RuntimeHandler.
 	handlers RuntimeHandlerFunc
+	// allocatable returns the node's allocatable resources, the limits a
+	// container without its own gets in the downward API; nil: none.
+	allocatable func() corev1.ResourceList
 }
+
+// UseNodeAllocatable gives the manager the node's allocatable resources:
+// a downward API resourceFieldRef on limits.cpu, limits.memory or
+// limits.ephemeral-storage of a container without that limit resolves to
+// them, as kubelet's does. Call before the manager is used.
+func (m *Manager) UseNodeAllocatable(fn func() corev1.ResourceList) { m.allocatable = fn }
 
 // New returns a runtime manager.
 func New(cfg Config, runtime internalapi.RuntimeService, images internalapi.ImageManagerService, volumes VolumeMounter, env EnvSource, recorder record.EventRecorder, clk clock.Clock) (*Manager, error) {

@@ -58,6 +58,9 @@ type ContainerStatus struct {
 	TerminationMessageFile string
 	PreStop                string
 	GracePeriod            *int64
+	// Resources are the cgroup settings the runtime reports for the
+	// container (nil when it does not).
+	Resources *runtimeapi.LinuxContainerResources
 }
 
 // SandboxStatus is one sandbox (one attempt) of a pod.
@@ -177,6 +180,7 @@ func toContainerStatus(s *runtimeapi.ContainerStatus) *ContainerStatus {
 		TerminationMessagePath:   a[annotationTermPath],
 		TerminationMessagePolicy: a[annotationTermPolicy],
 		PreStop:                  a[annotationPreStop],
+		Resources:                s.GetResources().GetLinux(),
 	}
 	if s.StartedAt > 0 {
 		cs.StartedAt = time.Unix(0, s.StartedAt)

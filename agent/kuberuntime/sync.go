@@ -56,10 +56,43 @@ type actions struct {
 	killPod       bool
 	createSandbox bool
 	attempt       uint32
-	initToStart   *corev1.Container
-	initFailed    bool
-	startApps     []*corev1.Container
-	kill          map[string]string // container ID → why
+	// initsToStart are init containers to (re)start, in order: the next
+	// regular one, and sidecars that are not running.
+	initsToStart []*corev1.Container
+	initFailed   bool
+	startApps    []*corev1.Container
+	// startEphemeral are ephemeral containers never started yet (they
+	// run once and are never restarted).
+	startEphemeral []*corev1.Container
+	// resize are running containers whose resources changed, to update
+	// in place (container ID → spec).
+	resize map[string]*corev1.Container
+	kill   map[string]string // container ID → why
+}
+
+// Probes is what the prober knows of a pod's running containers.
+type Probes struct {
+	// LivenessFailed names containers whose running instance failed its
+	// liveness probe.
+	LivenessFailed sets.Set[string]
+	// Started reports whether a running container instance (name, ID)
+	// passed its startup probe; known is false while no result exists.
+	// nil: no results.
+	Started func(name, id string) (started, known bool)
+}
+
+func (p Probes) started(name, id string) bool {
+	if p.Started == nil {
+		return false
+	}
+	s, known := p.Started(name, id)
+	return known && s
+}
+
+// IsSidecar reports whether an init container is restartable (a sidecar:
+// restartPolicy Always), which runs beside the pod's containers.
+func IsSidecar(c *corev1.Container) bool {
+	return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
 }
 
 // ShouldRestart reports whether a container that exited with code must
@@ -75,8 +108,8 @@ func ShouldRestart(policy corev1.RestartPolicy, exitCode int) bool {
 }
 
 // computeActions compares the pod's spec with what the runtime runs.
-func (m *Manager) computeActions(pod *corev1.Pod, st *PodStatus, livenessFailed sets.Set[string]) actions {
-	a := actions{kill: map[string]string{}}
+func (m *Manager) computeActions(pod *corev1.Pod, st *PodStatus, probes Probes) actions {
+	a := actions{kill: map[string]string{}, resize: map[string]*corev1.Container{}}
 	sb := st.ActiveSandbox()
 	needSandbox := sb == nil || !sb.Ready || sb.HostNetwork != pod.Spec.HostNetwork
 	if sb != nil {
@@ -93,7 +126,7 @@ func (m *Manager) computeActions(pod *corev1.Pod, st *PodStatus, livenessFailed 
 		}
 		a.createSandbox = true
 		if len(pod.Spec.InitContainers) > 0 {
-			a.initToStart = &pod.Spec.InitContainers[0]
+			a.initsToStart = []*corev1.Container{&pod.Spec.InitContainers[0]}
 			return a
 		}
 		for i := range pod.Spec.Containers {
@@ -102,33 +135,19 @@ func (m *Manager) computeActions(pod *corev1.Pod, st *PodStatus, livenessFailed 
 		return a
 	}
 
-	// Init containers run one at a time, in order, each to success.
-	for i := range pod.Spec.InitContainers {
-		c := &pod.Spec.InitContainers[i]
-		cs := st.FindContainer(c.Name)
-		switch {
-		case cs == nil:
-			a.initToStart = c
-			return a
-		case cs.State == StateRunning:
-			return a
-		case cs.State == StateExited && cs.ExitCode == 0:
-			continue
-		case cs.State == StateExited:
-			if pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
-				a.initFailed = true
-				return a
-			}
-			a.initToStart = c
-			return a
-		default: // created but never started, or unknown: replace it
-			a.kill[cs.ID] = "init container in an unknown state"
-			a.initToStart = c
-			return a
+	// Ephemeral containers start even while init containers run (or
+	// fail), as kubelet's do; they never restart.
+	for i := range pod.Spec.EphemeralContainers {
+		if c := EphemeralAsContainer(&pod.Spec.EphemeralContainers[i]); st.FindContainer(c.Name) == nil {
+			a.startEphemeral = append(a.startEphemeral, c)
 		}
+	}
+	if !m.initActions(pod, st, probes, &a) {
+		return a
 	}
 
 	known := sets.New[string]()
+	appsLeft := false // a regular container runs or will run again
 	for i := range pod.Spec.Containers {
 		c := &pod.Spec.Containers[i]
 		known.Insert(c.Name)
@@ -137,13 +156,18 @@ func (m *Manager) computeActions(pod *corev1.Pod, st *PodStatus, livenessFailed 
 		case cs == nil:
 			a.startApps = append(a.startApps, c)
 		case cs.State == StateRunning:
+			appsLeft = true
 			switch {
-			case cs.Hash != "" && cs.Hash != fmt.Sprintf("%x", HashContainer(c)):
+			case specChanged(c, cs.Hash):
 				a.kill[cs.ID] = fmt.Sprintf("Container %s definition changed, will be restarted", c.Name)
 				a.startApps = append(a.startApps, c)
-			case livenessFailed.Has(c.Name):
+			case probes.LivenessFailed.Has(c.Name):
 				a.kill[cs.ID] = fmt.Sprintf("Container %s failed liveness probe, will be restarted", c.Name)
 				if pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+					a.startApps = append(a.startApps, c)
+				}
+			default:
+				if a.planResize(c, cs) {
 					a.startApps = append(a.startApps, c)
 				}
 			}
@@ -156,8 +180,26 @@ func (m *Manager) computeActions(pod *corev1.Pod, st *PodStatus, livenessFailed 
 			a.startApps = append(a.startApps, c)
 		}
 	}
-	for _, init := range pod.Spec.InitContainers {
-		known.Insert(init.Name)
+	if len(a.startApps) > 0 {
+		appsLeft = true
+	}
+	for i := range pod.Spec.InitContainers {
+		c := &pod.Spec.InitContainers[i]
+		known.Insert(c.Name)
+		if appsLeft || !IsSidecar(c) {
+			continue
+		}
+		// Every regular container is done for good: the sidecars stop
+		// too, and the pod completes.
+		if cs := st.FindContainer(c.Name); cs != nil && cs.State == StateRunning {
+			a.kill[cs.ID] = fmt.Sprintf("Sidecar %s stopped: the pod's containers have completed", c.Name)
+		}
+	}
+	if !appsLeft {
+		a.initsToStart = nil
+	}
+	for i := range pod.Spec.EphemeralContainers {
+		known.Insert(pod.Spec.EphemeralContainers[i].Name)
 	}
 	for _, cs := range st.Containers {
 		if !known.Has(cs.Name) && cs.State == StateRunning {
@@ -167,13 +209,134 @@ func (m *Manager) computeActions(pod *corev1.Pod, st *PodStatus, livenessFailed 
 	return a
 }
 
+// planResize plans the in-place resize of running container cs when its
+// spec's resources changed: an update of its cgroups, or, when its resize
+// policy says RestartContainer for a changed resource, a restart (true:
+// the caller starts it again).
+func (a *actions) planResize(c *corev1.Container, cs *ContainerStatus) (restart bool) {
+	cpu, memory := resizeNeeds(c, cs.Resources)
+	if !cpu && !memory {
+		return false
+	}
+	for _, p := range c.ResizePolicy {
+		if p.RestartPolicy == corev1.RestartContainer &&
+			((p.ResourceName == corev1.ResourceCPU && cpu) || (p.ResourceName == corev1.ResourceMemory && memory)) {
+			a.kill[cs.ID] = fmt.Sprintf("Container %s resized, will be restarted", c.Name)
+			return true
+		}
+	}
+	a.resize[cs.ID] = c
+	return false
+}
+
+// initActions decides what the pod's init containers need, as kubelet
+// does: regular init containers run one at a time, in order, each to
+// success; a sidecar (restartable init container) is started in its turn,
+// the next init container waits until it has started (its startup probe
+// passed), and it is restarted whenever it exits. It reports whether the
+// pod is initialized: its regular containers may run.
+func (m *Manager) initActions(pod *corev1.Pod, st *PodStatus, probes Probes, a *actions) bool {
+	inits := pod.Spec.InitContainers
+	if len(inits) == 0 {
+		return true
+	}
+	initialized := false
+	for i := range pod.Spec.Containers {
+		if st.FindContainer(pod.Spec.Containers[i].Name) != nil {
+			initialized = true // a regular container was created: init is over
+		}
+	}
+	// Walk back from the last init container that has run: it is the one
+	// in progress; before it, only sidecars need care.
+	seenCurrent := initialized
+	var start []int
+	last := len(inits) - 1
+	for i := last; i >= 0; i-- {
+		c := &inits[i]
+		sidecar := IsSidecar(c)
+		cs := st.FindContainer(c.Name)
+		if cs == nil {
+			if seenCurrent && sidecar {
+				start = append(start, i)
+			}
+			continue
+		}
+		if seenCurrent && !sidecar {
+			continue
+		}
+		current := !seenCurrent
+		seenCurrent = true
+		switch cs.State {
+		case StateRunning:
+			if !sidecar {
+				break // a regular init container runs: wait for it
+			}
+			if c.StartupProbe != nil && !probes.started(c.Name, cs.ID) {
+				if probes.LivenessFailed.Has(c.Name) {
+					a.kill[cs.ID] = fmt.Sprintf("Init container %s failed startup probe, will be restarted", c.Name)
+					start = append(start, i)
+				}
+				break // the next one waits for this sidecar's startup
+			}
+			if i == last {
+				initialized = true
+			} else if current {
+				start = append(start, i+1)
+			}
+			switch {
+			case specChanged(c, cs.Hash):
+				a.kill[cs.ID] = fmt.Sprintf("Init container %s definition changed, will be restarted", c.Name)
+				start = append(start, i)
+			case probes.LivenessFailed.Has(c.Name):
+				a.kill[cs.ID] = fmt.Sprintf("Init container %s failed liveness probe, will be restarted", c.Name)
+				start = append(start, i)
+			default:
+				if a.planResize(c, cs) {
+					start = append(start, i)
+				}
+			}
+		case StateExited:
+			switch {
+			case sidecar:
+				start = append(start, i)
+			case cs.ExitCode != 0:
+				if pod.Spec.RestartPolicy == corev1.RestartPolicyNever {
+					a.initFailed = true
+					a.initsToStart = nil
+					return false
+				}
+				start = append(start, i)
+			case i == last:
+				initialized = true
+			default:
+				start = append(start, i+1)
+			}
+		default: // created but never started, or unknown: replace it
+			if !sidecar && pod.Spec.RestartPolicy == corev1.RestartPolicyNever && cs.State == StateUnknown {
+				a.initFailed = true
+				a.initsToStart = nil
+				return false
+			}
+			a.kill[cs.ID] = "init container in an unknown state"
+			start = append(start, i)
+		}
+	}
+	if !seenCurrent {
+		start = append(start, 0)
+	}
+	for j := len(start) - 1; j >= 0; j-- {
+		a.initsToStart = append(a.initsToStart, &inits[start[j]])
+	}
+	return initialized
+}
+
 // SyncPod makes the runtime run what pod's spec asks: one pass, level based.
 // volumePaths are the pod's prepared volumes (name → host path).
-func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, st *PodStatus, volumePaths map[string]string, livenessFailed sets.Set[string]) (res SyncResult) {
+func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, st *PodStatus, volumePaths map[string]string, probes Probes) (res SyncResult) {
 	logger := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
-	a := m.computeActions(pod, st, livenessFailed)
+	a := m.computeActions(pod, st, probes)
 
-	if !a.killPod && !a.createSandbox && len(a.kill) == 0 && a.initToStart == nil && len(a.startApps) == 0 {
+	if !a.killPod && !a.createSandbox && len(a.kill) == 0 && len(a.initsToStart) == 0 && len(a.startApps) == 0 && len(a.startEphemeral) == 0 && len(a.resize) == 0 {
 		return res // the runtime already runs what the spec asks
 	}
 	res.Changed = true
@@ -241,14 +404,49 @@ func (m *Manager) SyncPod(ctx context.Context, pod *corev1.Pod, st *PodStatus, v
 		}
 	}
 
-	if a.initToStart != nil {
-		m.startContainer(ctx, pod, a.initToStart, true, st, sandboxID, sandboxCfg, podIPs, volumePaths, &res)
-		return res
+	for id, c := range a.resize {
+		// In place: the container's cgroups take the new resources.
+		linux := m.linuxContainerConfig(pod, c).Resources
+		if err := m.runtime.UpdateContainerResources(ctx, id, &runtimeapi.ContainerResources{Linux: linux}); err != nil {
+			m.event(pod, corev1.EventTypeWarning, "ResizeError", c, fmt.Sprintf("Error resizing container %s: %v", c.Name, err))
+			if res.Err == nil {
+				res.Err = fmt.Errorf("resize container %s: %w", c.Name, err)
+			}
+			continue
+		}
+		logger.V(2).Info("Container resized", "container", c.Name)
+	}
+	for _, c := range a.startEphemeral {
+		m.startContainer(ctx, pod, c, false, st, sandboxID, sandboxCfg, podIPs, volumePaths, &res)
+	}
+	for _, c := range a.initsToStart {
+		m.startContainer(ctx, pod, c, true, st, sandboxID, sandboxCfg, podIPs, volumePaths, &res)
+		if _, failed := res.Waiting[c.Name]; failed {
+			return res // the init containers after it wait
+		}
 	}
 	for _, c := range a.startApps {
 		m.startContainer(ctx, pod, c, false, st, sandboxID, sandboxCfg, podIPs, volumePaths, &res)
 	}
 	return res
+}
+
+// EphemeralAsContainer is an ephemeral container as the container it
+// runs as (the two share their fields).
+func EphemeralAsContainer(ec *corev1.EphemeralContainer) *corev1.Container {
+	c := corev1.Container(ec.EphemeralContainerCommon)
+	return &c
+}
+
+// ephemeralTarget returns the ephemeral container of pod named name and
+// the container whose process namespace it joins ("" for none).
+func ephemeralTarget(pod *corev1.Pod, name string) (*corev1.EphemeralContainer, bool) {
+	for i := range pod.Spec.EphemeralContainers {
+		if pod.Spec.EphemeralContainers[i].Name == name {
+			return &pod.Spec.EphemeralContainers[i], true
+		}
+	}
+	return nil, false
 }
 
 func findByID(st *PodStatus, id string) *ContainerStatus {
@@ -286,6 +484,9 @@ func (m *Manager) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1
 		return
 	}
 	cfg, err := m.containerConfig(ctx, pod, c, podIPs, restartCount, init, volumePaths, imageRef)
+	if err == nil {
+		err = targetNamespace(pod, c.Name, st, cfg)
+	}
 	if err != nil {
 		m.event(pod, corev1.EventTypeWarning, "Failed", c, fmt.Sprintf("Error: %v", err))
 		res.wait(c.Name, ReasonConfigError, err.Error(), err)
@@ -321,6 +522,28 @@ func (m *Manager) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1
 		}
 		_ = m.runtime.RemoveContainer(ctx, old.ID)
 	}
+}
+
+// targetNamespace puts an ephemeral container that names a target
+// container into that container's process namespace, as kubelet does.
+func targetNamespace(pod *corev1.Pod, name string, st *PodStatus, cfg *runtimeapi.ContainerConfig) error {
+	ec, ok := ephemeralTarget(pod, name)
+	if !ok || ec.TargetContainerName == "" {
+		return nil
+	}
+	target := st.FindContainer(ec.TargetContainerName)
+	if target == nil || target.State != StateRunning {
+		return fmt.Errorf("target container %q of ephemeral container %q is not running", ec.TargetContainerName, name)
+	}
+	ns := cfg.GetLinux().GetSecurityContext().GetNamespaceOptions()
+	if ns == nil {
+		return fmt.Errorf("ephemeral container %q has no namespace options", name)
+	}
+	if ns.Pid == runtimeapi.NamespaceMode_CONTAINER {
+		ns.Pid = runtimeapi.NamespaceMode_TARGET
+		ns.TargetId = target.ID
+	}
+	return nil
 }
 
 func hookTimeout(pod *corev1.Pod) time.Duration {
@@ -382,18 +605,33 @@ func specOf(pod *corev1.Pod, name string) *corev1.Container {
 			return &pod.Spec.InitContainers[i]
 		}
 	}
+	if ec, ok := ephemeralTarget(pod, name); ok {
+		return EphemeralAsContainer(ec)
+	}
 	return nil
 }
 
-// KillPod stops every container of the pod in parallel (each with its
-// preStop hook and grace period), then its sandboxes, which tears down the
-// pod's network. pod may be nil for a pod the agent no longer knows.
+// KillPod stops every container of the pod (each with its preStop hook
+// and grace period): the regular ones in parallel, then the sidecars one
+// by one in reverse order, as kubelet does, so that what the containers'
+// preStop hooks need from a sidecar is still there; then its sandboxes,
+// which tears down the pod's network. pod may be nil for a pod the agent
+// no longer knows.
 func (m *Manager) KillPod(ctx context.Context, pod *corev1.Pod, st *PodStatus, graceOverride *int64) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, len(st.Containers))
+	sidecars := map[string]*ContainerStatus{}
 	for _, cs := range st.Containers {
 		if cs.State != StateRunning && cs.State != StateCreated && cs.State != StateUnknown {
 			continue
+		}
+		if pod != nil {
+			if c := specOf(pod, cs.Name); c != nil && cs.Init && IsSidecar(c) {
+				if _, seen := sidecars[cs.Name]; !seen {
+					sidecars[cs.Name] = cs
+					continue
+				}
+			}
 		}
 		wg.Add(1)
 		go func(cs *ContainerStatus) {
@@ -404,6 +642,15 @@ func (m *Manager) KillPod(ctx context.Context, pod *corev1.Pod, st *PodStatus, g
 		}(cs)
 	}
 	wg.Wait()
+	if pod != nil {
+		for i := len(pod.Spec.InitContainers) - 1; i >= 0; i-- {
+			if cs := sidecars[pod.Spec.InitContainers[i].Name]; cs != nil {
+				if err := m.killContainer(ctx, pod, cs, graceOverride, "killing pod"); err != nil {
+					errs <- err
+				}
+			}
+		}
+	}
 	close(errs)
 	var all []error
 	for err := range errs {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -622,5 +623,100 @@ func TestRemovePod(t *testing.T) {
 	}
 	if st := te.status(t, other); len(st.Containers) != 1 || len(st.Sandboxes) != 1 {
 		t.Errorf("other pod touched: %+v", st)
+	}
+}
+
+// TestSyncPodSidecars runs a pod with a regular init container and two
+// sidecars through SyncPod: each starts in its turn, the app container
+// once the last sidecar runs, a sidecar that exits is restarted beside
+// it, and KillPod stops the app container first, then the sidecars in
+// reverse order.
+func TestSyncPodSidecars(t *testing.T) {
+	te := newTestEnv(t, busybox)
+	always := ptr.To(corev1.ContainerRestartPolicyAlways)
+	pod := testPod(corev1.Container{Name: "a"})
+	pod.Spec.InitContainers = []corev1.Container{
+		{Name: "i1", Image: busybox, ImagePullPolicy: corev1.PullIfNotPresent},
+		{Name: "s1", Image: busybox, ImagePullPolicy: corev1.PullIfNotPresent, RestartPolicy: always},
+		{Name: "s2", Image: busybox, ImagePullPolicy: corev1.PullIfNotPresent, RestartPolicy: always},
+	}
+	running := func() []string {
+		var out []string
+		for _, c := range te.status(t, pod).Containers {
+			if c.State == StateRunning {
+				out = append(out, c.Name)
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	te.sync(t, pod)
+	if got := running(); !slices.Equal(got, []string{"i1"}) {
+		t.Fatalf("after the first sync %v run, want [i1]", got)
+	}
+	i1, _ := te.rt.ContainerNamed(t, "i1")
+	te.rt.Exit(t, i1, 0)
+	for _, want := range [][]string{{"s1"}, {"s1", "s2"}, {"a", "s1", "s2"}} {
+		te.sync(t, pod)
+		if got := running(); !slices.Equal(got, want) {
+			t.Fatalf("running %v, want %v", got, want)
+		}
+	}
+	s1, _ := te.rt.ContainerNamed(t, "s1")
+	te.rt.Exit(t, s1, 1)
+	te.sync(t, pod)
+	if got := running(); !slices.Equal(got, []string{"a", "s1", "s2"}) {
+		t.Fatalf("after s1 exited, running %v, want it restarted", got)
+	}
+
+	te.rt.Trail = nil
+	if err := te.m.KillPod(context.Background(), pod, te.status(t, pod), nil); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	st := te.status(t, pod)
+	for _, e := range te.rt.Trail {
+		if id, ok := strings.CutPrefix(e, "stop:"); ok {
+			if cs := findByID(st, id); cs != nil {
+				order = append(order, cs.Name)
+			}
+		}
+	}
+	if want := []string{"a", "s2", "s1"}; !slices.Equal(order, want) {
+		t.Errorf("stop order %v, want %v", order, want)
+	}
+}
+
+// TestSyncPodEphemeralContainers: an ephemeral container added to a
+// running pod starts in its target container's process namespace and is
+// never restarted once it exited.
+func TestSyncPodEphemeralContainers(t *testing.T) {
+	te := newTestEnv(t, busybox)
+	pod := testPod(corev1.Container{Name: "a"})
+	te.sync(t, pod)
+	target, _ := te.rt.ContainerNamed(t, "a")
+
+	pod.Spec.EphemeralContainers = []corev1.EphemeralContainer{{
+		EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug", Image: busybox, ImagePullPolicy: corev1.PullIfNotPresent, Stdin: true, TTY: true},
+		TargetContainerName:      "a",
+	}}
+	if res := te.sync(t, pod); res.Err != nil || !res.Changed {
+		t.Fatalf("SyncPod = %+v", res)
+	}
+	id, c := te.rt.ContainerNamed(t, "debug")
+	ns := c.Cfg.GetLinux().GetSecurityContext().GetNamespaceOptions()
+	if ns.GetPid() != runtimeapi.NamespaceMode_TARGET || ns.GetTargetId() != target {
+		t.Errorf("pid namespace %v target %q, want TARGET %q", ns.GetPid(), ns.GetTargetId(), target)
+	}
+	if !c.Cfg.Tty || !c.Cfg.Stdin {
+		t.Errorf("tty %v stdin %v, want both", c.Cfg.Tty, c.Cfg.Stdin)
+	}
+	te.rt.Exit(t, id, 0)
+	te.rt.ResetCalls()
+	if res := te.sync(t, pod); res.Changed {
+		t.Errorf("SyncPod after the ephemeral container exited changed something: %+v", res)
+	}
+	if n := te.rt.CallsOf("CreateContainer"); n != 0 {
+		t.Errorf("ephemeral container restarted (%d creates)", n)
 	}
 }

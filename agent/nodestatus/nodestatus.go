@@ -38,6 +38,11 @@ type Config struct {
 	NodeName string
 	// NodeIPs are the InternalIP addresses (--node-ip). Required.
 	NodeIPs []net.IP
+	// ExternalIPs (--node-external-ip) and ExternalDNS
+	// (--node-external-dns) are reported as ExternalIP and ExternalDNS
+	// addresses, as k3s's cloud provider does. Default none.
+	ExternalIPs []net.IP
+	ExternalDNS []string
 	// Hostname is reported as the Hostname address. Default os.Hostname().
 	Hostname string
 	// Labels are added at registration (--node-label) on top of the
@@ -327,7 +332,13 @@ func (m *Manager) status(ctx context.Context, old *corev1.NodeStatus) corev1.Nod
 	for _, ip := range m.cfg.NodeIPs {
 		st.Addresses = append(st.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip.String()})
 	}
+	for _, ip := range m.cfg.ExternalIPs {
+		st.Addresses = append(st.Addresses, corev1.NodeAddress{Type: corev1.NodeExternalIP, Address: ip.String()})
+	}
 	st.Addresses = append(st.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: m.cfg.Hostname})
+	for _, name := range m.cfg.ExternalDNS {
+		st.Addresses = append(st.Addresses, corev1.NodeAddress{Type: corev1.NodeExternalDNS, Address: name})
+	}
 
 	now := metav1.NewTime(m.clock.Now())
 	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", Message: "kubelet is posting ready status"}

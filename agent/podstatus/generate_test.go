@@ -5,14 +5,21 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	utilptr "k8s.io/utils/ptr"
 
 	"github.com/k1s/k1s/agent/kuberuntime"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// ignoreResources leaves the containers' resources out of comparisons
+// (TestGenerateContainerResources checks them).
+var ignoreResources = cmpopts.IgnoreFields(corev1.ContainerStatus{}, "Resources", "AllocatedResources")
 
 func at(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 
@@ -86,7 +93,7 @@ func TestGenerateContainerStatuses(t *testing.T) {
 			name: "no instance while init containers run: PodInitializing",
 			pod:  pod(corev1.RestartPolicyAlways, []string{"init"}, app("app")),
 			rs:   &kuberuntime.PodStatus{Sandboxes: readySandbox(), Containers: []*kuberuntime.ContainerStatus{running("i1", "init", 1, 0)}},
-			inits: []corev1.ContainerStatus{{Name: "init", Image: "busybox", ImageID: "sha256:bb", ContainerID: "containerd://i1", Started: utilptr.To(true), Ready: true,
+			inits: []corev1.ContainerStatus{{Name: "init", Image: "busybox", ImageID: "sha256:bb", ContainerID: "containerd://i1", Started: utilptr.To(true), Ready: false,
 				State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: mt(1)}}}},
 			want: []corev1.ContainerStatus{{Name: "app", Image: "busybox", Started: utilptr.To(false),
 				State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}},
@@ -200,10 +207,10 @@ func TestGenerateContainerStatuses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			st := Generate(tt.pod, tt.rs, tt.in)
-			if diff := cmp.Diff(tt.want, st.ContainerStatuses); diff != "" {
+			if diff := cmp.Diff(tt.want, st.ContainerStatuses, ignoreResources); diff != "" {
 				t.Errorf("container statuses (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.inits, st.InitContainerStatuses); diff != "" {
+			if diff := cmp.Diff(tt.inits, st.InitContainerStatuses, ignoreResources); diff != "" {
 				t.Errorf("init container statuses (-want +got):\n%s", diff)
 			}
 		})
@@ -212,6 +219,18 @@ func TestGenerateContainerStatuses(t *testing.T) {
 
 func TestGeneratePhaseAndConditions(t *testing.T) {
 	waitingCreate := "containers with unready status: [app]"
+	withSidecar := func(startup, readiness bool) *corev1.Pod {
+		p := pod(corev1.RestartPolicyAlways, []string{"sc"}, app("app"))
+		sc := &p.Spec.InitContainers[0]
+		sc.RestartPolicy = utilptr.To(corev1.ContainerRestartPolicyAlways)
+		if startup {
+			sc.StartupProbe = &corev1.Probe{}
+		}
+		if readiness {
+			sc.ReadinessProbe = &corev1.Probe{}
+		}
+		return p
+	}
 	tests := []struct {
 		name      string
 		pod       *corev1.Pod
@@ -292,6 +311,31 @@ func TestGeneratePhaseAndConditions(t *testing.T) {
 			rs:        &kuberuntime.PodStatus{Sandboxes: readySandbox(), Containers: []*kuberuntime.ContainerStatus{exited("c1", "app", 1, 1, 2, 0)}},
 			wantPhase: corev1.PodFailed,
 			wantConds: conds(true, true, "", "", false, "PodFailed", ""),
+		},
+		{
+			name:      "sidecar whose startup probe has not passed: not initialized",
+			pod:       withSidecar(true, false),
+			rs:        &kuberuntime.PodStatus{Sandboxes: readySandbox(), Containers: []*kuberuntime.ContainerStatus{running("s1", "sc", 1, 0)}},
+			in:        Inputs{Started: func(string) (bool, bool) { return false, true }},
+			wantPhase: corev1.PodPending,
+			wantConds: conds(true, false, "ContainersNotInitialized", "containers with incomplete status: [sc]", false, "ContainersNotReady", "containers with unready status: [sc app]"),
+		},
+		{
+			name:      "started sidecar: initialized before the app container runs",
+			pod:       withSidecar(true, false),
+			rs:        &kuberuntime.PodStatus{Sandboxes: readySandbox(), Containers: []*kuberuntime.ContainerStatus{running("s1", "sc", 1, 0)}},
+			in:        Inputs{Started: func(string) (bool, bool) { return true, true }},
+			wantPhase: corev1.PodPending,
+			wantConds: conds(true, true, "", "", false, "ContainersNotReady", waitingCreate),
+		},
+		{
+			name: "an unready sidecar keeps the pod unready",
+			pod:  withSidecar(false, true),
+			rs: &kuberuntime.PodStatus{Sandboxes: readySandbox(), Containers: []*kuberuntime.ContainerStatus{
+				running("c1", "app", 2, 0), running("s1", "sc", 1, 0)}},
+			in:        Inputs{Ready: func(string) (bool, bool) { return false, true }},
+			wantPhase: corev1.PodRunning,
+			wantConds: conds(true, true, "", "", false, "ContainersNotReady", "containers with unready status: [sc]"),
 		},
 	}
 	for _, tt := range tests {
@@ -421,10 +465,165 @@ func TestPhase(t *testing.T) {
 				apps = append(apps, app(string(rune('m'+i))))
 				tt.apps[i] = named(tt.apps[i], apps[i].Name)
 			}
+			for i := range tt.inits {
+				tt.inits[i] = named(tt.inits[i], inits[i])
+			}
 			p := pod(tt.policy, inits, apps...)
-			if got := Phase(p, tt.inits, tt.apps, tt.terminal); got != tt.want {
+			if got := Phase(p, tt.inits, tt.apps, tt.terminal, false); got != tt.want {
 				t.Errorf("Phase = %s, want %s", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestPhaseSidecars(t *testing.T) {
+	st := func(name string, state corev1.ContainerState, started bool) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: name, State: state, Started: &started}
+	}
+	run := corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}
+	done := func(code int32) corev1.ContainerState {
+		return corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code}}
+	}
+	wait := corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}
+	tests := []struct {
+		name       string
+		policy     corev1.RestartPolicy
+		sidecar    corev1.ContainerStatus
+		app        corev1.ContainerStatus
+		appCreated bool
+		want       corev1.PodPhase
+	}{
+		{"sidecar not started yet", corev1.RestartPolicyAlways, st("sc", run, false), st("m", wait, false), false, corev1.PodPending},
+		{"sidecar started, app not created", corev1.RestartPolicyAlways, st("sc", run, true), st("m", wait, false), false, corev1.PodPending},
+		{"sidecar and app running", corev1.RestartPolicyAlways, st("sc", run, true), st("m", run, true), true, corev1.PodRunning},
+		{"app done under Never, sidecar still running", corev1.RestartPolicyNever, st("sc", run, true), st("m", done(0), false), true, corev1.PodRunning},
+		{"app done under Never, sidecar stopped", corev1.RestartPolicyNever, st("sc", done(137), false), st("m", done(0), false), true, corev1.PodSucceeded},
+		{"app failed under Never, sidecar stopped", corev1.RestartPolicyNever, st("sc", done(0), false), st("m", done(1), false), true, corev1.PodFailed},
+		{"sidecar restarting does not make the pod pending", corev1.RestartPolicyAlways, st("sc", done(1), false), st("m", run, true), true, corev1.PodRunning},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := pod(tt.policy, []string{"sc"}, app("m"))
+			p.Spec.InitContainers[0].RestartPolicy = ptr(corev1.ContainerRestartPolicyAlways)
+			got := Phase(p, []corev1.ContainerStatus{tt.sidecar}, []corev1.ContainerStatus{tt.app}, false, tt.appCreated)
+			if got != tt.want {
+				t.Errorf("Phase = %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestGenerateInitContainerStatuses: a completed init container is ready,
+// one not run yet waits with PodInitializing (kubelet's default reason
+// in a pod with init containers), as the InitContainer conformance specs
+// expect.
+func TestGenerateInitContainerStatuses(t *testing.T) {
+	p := pod(corev1.RestartPolicyAlways, []string{"i1", "i2"}, app("app"))
+	rs := &kuberuntime.PodStatus{Sandboxes: readySandbox(), Containers: []*kuberuntime.ContainerStatus{
+		exited("c2", "i1", 1, 3, 4, 1), exited("c1", "i1", 1, 1, 2, 0)}}
+	st := Generate(p, rs, Inputs{Waiting: map[string]kuberuntime.Waiting{"i1": {Reason: "CrashLoopBackOff"}}})
+	i1, i2, a := st.InitContainerStatuses[0], st.InitContainerStatuses[1], st.ContainerStatuses[0]
+	if i1.Ready || i1.State.Waiting == nil || i1.State.Waiting.Reason != "CrashLoopBackOff" || i1.LastTerminationState.Terminated == nil {
+		t.Errorf("failed init container status = %+v", i1)
+	}
+	for _, cs := range []corev1.ContainerStatus{i2, a} {
+		if cs.State.Waiting == nil || cs.State.Waiting.Reason != "PodInitializing" {
+			t.Errorf("%s state = %+v, want waiting PodInitializing", cs.Name, cs.State)
+		}
+	}
+
+	rs = &kuberuntime.PodStatus{Sandboxes: readySandbox(), Containers: []*kuberuntime.ContainerStatus{
+		running("c3", "app", 5, 0), exited("c2", "i2", 0, 3, 4, 0), exited("c1", "i1", 0, 1, 2, 0)}}
+	st = Generate(p, rs, Inputs{})
+	for _, cs := range st.InitContainerStatuses {
+		if !cs.Ready || cs.State.Terminated == nil || cs.Started == nil || *cs.Started {
+			t.Errorf("completed init container %s: ready=%v state=%+v started=%v, want ready, terminated, not started", cs.Name, cs.Ready, cs.State, cs.Started)
+		}
+	}
+}
+
+// TestGenerateContainerResources: a created container reports the
+// resources it runs with and its requests as allocatedResources (the In
+// Place Resize conformance specs read them); one not created yet reports
+// none.
+func TestGenerateContainerResources(t *testing.T) {
+	withRes := app("app")
+	withRes.Resources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("20Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")},
+	}
+	p := pod(corev1.RestartPolicyAlways, nil, withRes, app("besteffort"), app("pending"))
+	rs := &kuberuntime.PodStatus{Sandboxes: readySandbox(), Containers: []*kuberuntime.ContainerStatus{
+		running("c1", "app", 1, 0), running("c2", "besteffort", 1, 0)}}
+	st := Generate(p, rs, Inputs{})
+	a, be, pending := st.ContainerStatuses[0], st.ContainerStatuses[1], st.ContainerStatuses[2]
+	if a.Resources == nil || !cmp.Equal(*a.Resources, withRes.Resources) || !cmp.Equal(a.AllocatedResources, withRes.Resources.Requests) {
+		t.Errorf("app resources %v allocated %v, want %v and its requests", a.Resources, a.AllocatedResources, withRes.Resources)
+	}
+	if be.Resources == nil || be.Resources.Requests != nil || be.Resources.Limits != nil || be.AllocatedResources != nil {
+		t.Errorf("best-effort resources %v allocated %v, want empty", be.Resources, be.AllocatedResources)
+	}
+	if pending.Resources != nil {
+		t.Errorf("a container not created reports resources %v", pending.Resources)
+	}
+}
+
+// TestGenerateResize: a running container's resources are read back from
+// its cgroups; while they differ from the spec's (a resize admitted, not
+// yet applied) the pod says PodResizeInProgress.
+func TestGenerateResize(t *testing.T) {
+	c := app("app")
+	c.Resources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("150m"), corev1.ResourceMemory: resource.MustParse("20Mi")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("300m"), corev1.ResourceMemory: resource.MustParse("60Mi")},
+	}
+	p := pod(corev1.RestartPolicyAlways, nil, c)
+	inst := running("c1", "app", 1, 0)
+	rs := &kuberuntime.PodStatus{Sandboxes: readySandbox(), Containers: []*kuberuntime.ContainerStatus{inst}}
+	resizing := func(st corev1.PodStatus) bool {
+		for _, c := range st.Conditions {
+			if c.Type == corev1.PodResizeInProgress && c.Status == corev1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	}
+
+	// Still the old settings: 100m/200m, 40Mi.
+	inst.Resources = &runtimeapi.LinuxContainerResources{CpuShares: 102, CpuQuota: 20000, CpuPeriod: 100000, MemoryLimitInBytes: 40 << 20}
+	st := Generate(p, rs, Inputs{})
+	if !resizing(st) {
+		t.Errorf("no PodResizeInProgress while the cgroups lag the spec: %+v", st.Conditions)
+	}
+	r := st.ContainerStatuses[0].Resources
+	if r.Requests.Cpu().MilliValue() != 100 || r.Limits.Cpu().MilliValue() != 200 || r.Limits.Memory().Value() != 40<<20 || r.Requests.Memory().Value() != 20<<20 {
+		t.Errorf("resources %v, want what the cgroups say (100m, 200m, 40Mi) and the memory request", r)
+	}
+
+	// Applied.
+	inst.Resources = kuberuntime.CgroupResources(&c)
+	st = Generate(p, rs, Inputs{})
+	if resizing(st) {
+		t.Errorf("PodResizeInProgress once the cgroups match: %+v", st.Conditions)
+	}
+	if diff := cmp.Diff(c.Resources, *st.ContainerStatuses[0].Resources); diff != "" {
+		t.Errorf("resources once applied (-want +got):\n%s", diff)
+	}
+}
+
+// TestGenerateResizeEquivalents: requests and limits below the cgroups'
+// floors (2 shares, a 1 ms quota) read back as the spec says, as kubelet
+// reports them ("resize with equivalents").
+func TestGenerateResizeEquivalents(t *testing.T) {
+	c := app("app")
+	c.Resources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1m")},
+		Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("5m")},
+	}
+	inst := running("c1", "app", 1, 0)
+	inst.Resources = kuberuntime.CgroupResources(&c) // 2 shares, quota 1000/100000: also what 2m/10m gives
+	st := Generate(pod(corev1.RestartPolicyAlways, nil, c), &kuberuntime.PodStatus{Sandboxes: readySandbox(), Containers: []*kuberuntime.ContainerStatus{inst}}, Inputs{})
+	if diff := cmp.Diff(c.Resources, *st.ContainerStatuses[0].Resources); diff != "" {
+		t.Errorf("resources (-want +got):\n%s", diff)
 	}
 }

@@ -89,8 +89,19 @@ func (m *Manager) Sync(ctx context.Context, pod *corev1.Pod, podIP string, conta
 	defer m.mu.Unlock()
 	want := map[key]*corev1.Probe{}
 	specs := map[string]*corev1.Container{}
+	probed := make([]*corev1.Container, 0, len(pod.Spec.Containers)+len(pod.Spec.InitContainers))
+	for i := range pod.Spec.InitContainers {
+		// Sidecars (restartable init containers) are probed as the
+		// pod's containers are; other init containers are not.
+		c := &pod.Spec.InitContainers[i]
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			probed = append(probed, c)
+		}
+	}
 	for i := range pod.Spec.Containers {
-		c := &pod.Spec.Containers[i]
+		probed = append(probed, &pod.Spec.Containers[i])
+	}
+	for _, c := range probed {
 		specs[c.Name] = c
 		if c.LivenessProbe != nil {
 			want[key{pod.UID, c.Name, Liveness}] = c.LivenessProbe
@@ -256,6 +267,12 @@ func (w *worker) run(ctx context.Context) {
 			}
 			if w.key.kind == Startup && next {
 				return // startup probes stop once they succeed
+			}
+			if w.key.kind == Startup && !ok && failures >= int(max(p.FailureThreshold, 1)) {
+				// A container that never started is restarted as one
+				// that failed its liveness probe, as kubelet does.
+				w.m.set(key{w.key.uid, w.key.container, Liveness}, result{containerID: w.containerID, success: false})
+				return
 			}
 			if w.key.kind == Liveness && !next {
 				// The agent restarts the container; its new ID gets a new worker.

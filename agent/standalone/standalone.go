@@ -33,6 +33,7 @@ import (
 	"github.com/k1s/k1s/agent/apiservers"
 	"github.com/k1s/k1s/agent/dns"
 	"github.com/k1s/k1s/agent/join"
+	"github.com/k1s/k1s/agent/localpath"
 	"github.com/k1s/k1s/agent/logs"
 	"github.com/k1s/k1s/agent/network"
 	"github.com/k1s/k1s/agent/proxy"
@@ -41,6 +42,7 @@ import (
 	"github.com/k1s/k1s/internal/jointoken"
 	"github.com/k1s/k1s/internal/memtrim"
 	"github.com/k1s/k1s/internal/pki"
+	"github.com/k1s/k1s/internal/registries"
 	"github.com/k1s/k1s/internal/tunnel"
 )
 
@@ -60,6 +62,10 @@ type Config struct {
 	CAFile string
 	// DataDir holds the node's state (--data-dir). Default /var/lib/k1s.
 	DataDir string
+	// DefaultLocalStoragePath is where this node provisions local-path
+	// volumes (--default-local-storage-path, k3s's flag). Default
+	// <data-dir>/storage.
+	DefaultLocalStoragePath string
 	// RunDir holds containerd's state and socket (--run-dir); a second
 	// node on one machine needs its own. Default /run/k1s.
 	RunDir string
@@ -86,6 +92,16 @@ type Config struct {
 	ContainerLogMaxSize  string
 	ContainerLogMaxFiles int
 	ReadOnlyPort         int
+	// PrivateRegistry is k3s's registries.yaml for the embedded containerd
+	// (--private-registry; the command's default /etc/k1s/registries.yaml,
+	// a missing file configures nothing). Default none.
+	PrivateRegistry string
+	// NodeExternalIPs (--node-external-ip, comma-separated lists allowed)
+	// and NodeExternalDNS (--node-external-dns) are the node's ExternalIP
+	// and ExternalDNS addresses. Default none.
+	NodeExternalIPs, NodeExternalDNS []string
+	// MaxPods is the node's pod capacity (--kubelet-arg=max-pods). Default 110.
+	MaxPods int
 }
 
 // Agent is a joining node. Run it once.
@@ -122,6 +138,17 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if err := (logs.Config{MaxSize: cfg.ContainerLogMaxSize, MaxFiles: cfg.ContainerLogMaxFiles}).Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	if _, err := parseExternalIPs(cfg.NodeExternalIPs); err != nil {
+		errs = append(errs, err)
+	}
+	if cfg.MaxPods < 0 {
+		errs = append(errs, fmt.Errorf("--kubelet-arg=max-pods: %d must not be negative", cfg.MaxPods))
+	}
+	if cfg.PrivateRegistry != "" {
+		if _, err := registries.Load(cfg.PrivateRegistry); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if len(filepath.Join(cfg.RunDir, "containerd")) > 36 {
 		errs = append(errs, fmt.Errorf("--run-dir: %q is too long for containerd's shim sockets (at most 25 characters)", cfg.RunDir))
@@ -227,10 +254,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	labels, _ := parseLabels(cfg.NodeLabels)
 	taints, _ := agent.ParseTaints(cfg.NodeTaints)
+	externalIPs, _ := parseExternalIPs(cfg.NodeExternalIPs)
 	var embedded *containerd.Config
 	if cfg.ContainerRuntimeEndpoint == "" {
 		state := filepath.Join(cfg.RunDir, "containerd")
-		embedded = &containerd.Config{DataDir: cfg.DataDir, State: state}
+		embedded = &containerd.Config{DataDir: cfg.DataDir, State: state, PrivateRegistry: cfg.PrivateRegistry}
 	}
 	nc := agent.NodeConfig{
 		Agent: agent.Config{
@@ -239,6 +267,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			RuntimeEndpoint: cfg.ContainerRuntimeEndpoint,
 			ClusterDNS:      []string{clusterDNS.String()}, ClusterDomain: domain,
 			ResolvConf: cfg.ResolvConf, KubeletVersion: kubeversion.Get().GitVersion,
+			MaxPods: int64(cfg.MaxPods), NodeExternalIPs: externalIPs, NodeExternalDNS: cfg.NodeExternalDNS,
 		},
 		Server: agentserver.Config{
 			TLSCertFile: creds.Serving.CertFile, TLSPrivateKeyFile: creds.Serving.KeyFile,
@@ -248,6 +277,14 @@ func (a *Agent) Run(ctx context.Context) error {
 		ClusterCIDR: clusterCIDR,
 		Containerd:  embedded,
 	}
+	storagePath := cfg.DefaultLocalStoragePath
+	if storagePath == "" {
+		storagePath = filepath.Join(cfg.DataDir, "storage")
+	}
+	// Every joined node runs the provisioner: it acts only on claims of a
+	// rancher.io/local-path class placed on it, so with no such class
+	// (--disable=local-storage on the server) it does nothing.
+	nc.LocalStorage = &localpath.Config{StoragePath: storagePath}
 	if !cfg.DisableKubeProxy {
 		nc.Proxy = &proxy.Config{NodeName: name, NodeIPs: []net.IP{nodeIP}, ClusterCIDRs: []*net.IPNet{clusterCIDR}, ServiceCIDRs: []*net.IPNet{serviceCIDR}}
 		if !cfg.DisableDNS {
@@ -403,4 +440,23 @@ func trimAfterStartup(ctx context.Context, ready <-chan struct{}) {
 	} else {
 		logger.V(4).Info("Trimmed start-up memory", "bytes", n)
 	}
+}
+
+// parseExternalIPs parses --node-external-ip values, each possibly a
+// comma-separated list, as k3s takes them.
+func parseExternalIPs(values []string) ([]net.IP, error) {
+	var out []net.IP
+	for _, v := range values {
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s == "" {
+				continue
+			}
+			ip := net.ParseIP(s)
+			if ip == nil {
+				return nil, fmt.Errorf("--node-external-ip: %q is not an IP address", s)
+			}
+			out = append(out, ip)
+		}
+	}
+	return out, nil
 }

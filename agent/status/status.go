@@ -215,9 +215,13 @@ func merge(old, st corev1.PodStatus, now time.Time) corev1.PodStatus {
 			}
 		}
 	}
-	// Terminal phases never go back.
+	// Terminal phases never go back, nor does the reason a pod was
+	// failed for (DeadlineExceeded) go away.
 	if old.Phase == corev1.PodSucceeded || old.Phase == corev1.PodFailed {
 		st.Phase = old.Phase
+		if st.Reason == "" && st.Message == "" {
+			st.Reason, st.Message = old.Reason, old.Message
+		}
 	}
 	return st
 }

@@ -89,6 +89,12 @@ func TestMerge(t *testing.T) {
 			want: corev1.PodStatus{StartTime: mtp(1), Phase: corev1.PodFailed},
 		},
 		{
+			name: "the reason a pod failed for stays",
+			old:  corev1.PodStatus{StartTime: mtp(1), Phase: corev1.PodFailed, Reason: "DeadlineExceeded", Message: "too long"},
+			new:  corev1.PodStatus{Phase: corev1.PodFailed},
+			want: corev1.PodStatus{StartTime: mtp(1), Phase: corev1.PodFailed, Reason: "DeadlineExceeded", Message: "too long"},
+		},
+		{
 			name: "a running pod may finish",
 			old:  corev1.PodStatus{StartTime: mtp(1), Phase: corev1.PodRunning},
 			new:  corev1.PodStatus{Phase: corev1.PodSucceeded},

@@ -119,7 +119,10 @@ type env struct {
 	dir     string
 	mgr     Manager
 	objects *fakeObjects
+	claims  *fakeClaims
 	tokens  *fakeTokens
+	bundles *fakeTrustBundles
+	pcrs    *fakePodCertificates
 	mounter *volumetesting.FakeMounter
 	clock   *clocktesting.FakeClock
 	alloc   corev1.ResourceList
@@ -131,6 +134,7 @@ func newEnv(t *testing.T, mutate ...func(*Config)) *env {
 		t:       t,
 		dir:     t.TempDir(),
 		objects: newFakeObjects(),
+		claims:  &fakeClaims{claims: map[string]*corev1.PersistentVolumeClaim{}, volumes: map[string]*corev1.PersistentVolume{}},
 		mounter: volumetesting.NewFakeMounter(),
 		clock:   clocktesting.NewFakeClock(t0),
 		alloc: corev1.ResourceList{
@@ -139,13 +143,18 @@ func newEnv(t *testing.T, mutate ...func(*Config)) *env {
 		},
 	}
 	e.tokens = &fakeTokens{clock: e.clock}
+	e.bundles = &fakeTrustBundles{}
+	e.pcrs = newFakePodCertificates()
 	cfg := Config{PodsDir: filepath.Join(e.dir, "pods"), NodeHostsFile: filepath.Join(e.dir, "node-hosts")}
 	for _, m := range mutate {
 		m(&cfg)
 	}
 	mgr, err := New(cfg, Deps{
 		Objects:         e.objects,
+		Claims:          e.claims,
 		RequestToken:    e.tokens.request,
+		TrustBundles:    e.bundles,
+		PodCertificates: e.pcrs,
 		NodeAllocatable: func() corev1.ResourceList { return e.alloc },
 		Mounter:         e.mounter,
 		Clock:           e.clock,

@@ -67,6 +67,14 @@ type Objects interface {
 	GetSecret(ctx context.Context, namespace, name string) (*corev1.Secret, error)
 }
 
+// Claims reads the PersistentVolumeClaims and PersistentVolumes behind
+// persistentVolumeClaim and ephemeral volumes. An error for which
+// apierrors.IsNotFound is true means the object does not exist.
+type Claims interface {
+	GetPersistentVolumeClaim(ctx context.Context, namespace, name string) (*corev1.PersistentVolumeClaim, error)
+	GetPersistentVolume(ctx context.Context, name string) (*corev1.PersistentVolume, error)
+}
+
 // TokenRequester issues a service account token bound to pod (the TokenRequest
 // API: serviceaccounts/<name>/token with a boundObjectRef to the pod). A nil
 // audiences means the apiserver's default audiences. A zero expiry means
@@ -77,9 +85,18 @@ type TokenRequester func(ctx context.Context, namespace, serviceAccount string, 
 type Deps struct {
 	// Objects reads configMaps and secrets. Required.
 	Objects Objects
+	// Claims reads claims and volumes. Pods with persistentVolumeClaim or
+	// ephemeral volumes fail to set up without it.
+	Claims Claims
 	// RequestToken issues projected service account tokens. Pods with a
 	// serviceAccountToken projection fail to set up without it.
 	RequestToken TokenRequester
+	// TrustBundles reads ClusterTrustBundles. Pods with a
+	// clusterTrustBundle projection fail to set up without it.
+	TrustBundles TrustBundles
+	// PodCertificates creates PodCertificateRequests. Pods with a
+	// podCertificate projection fail to set up without it.
+	PodCertificates PodCertificates
 	// NodeAllocatable returns the node's allocatable resources: the limits
 	// of containers without their own for resourceFieldRef, and the largest
 	// tmpfs. Nil means none known.
@@ -93,7 +110,10 @@ type Deps struct {
 type manager struct {
 	cfg     Config
 	objects Objects
+	claims  Claims
 	token   TokenRequester
+	bundles TrustBundles
+	certs   PodCertificates
 	alloc   func() corev1.ResourceList
 	mounter Mounter
 	clock   clock.PassiveClock
@@ -121,8 +141,13 @@ type volumeState struct {
 	// refreshed is when its objects were last fetched (or tried, with stale
 	// content kept).
 	refreshed time.Time
+	// path is the host path of a persistentVolumeClaim or ephemeral
+	// volume once ready.
+	path string
 	// tokens are the tokens of a projected volume by source index.
 	tokens map[int]*tokenState
+	// certs are the pod certificates of a projected volume by source index.
+	certs map[int]*certState
 }
 
 // New returns a volume manager. It starts nothing.
@@ -146,7 +171,10 @@ func New(cfg Config, deps Deps) (Manager, error) {
 	return &manager{
 		cfg:     cfg,
 		objects: deps.Objects,
+		claims:  deps.Claims,
 		token:   deps.RequestToken,
+		bundles: deps.TrustBundles,
+		certs:   deps.PodCertificates,
 		alloc:   deps.NodeAllocatable,
 		mounter: deps.Mounter,
 		clock:   deps.Clock,
@@ -188,7 +216,7 @@ func (ps *podState) observe(pod *corev1.Pod) bool {
 func (ps *podState) volume(name string) *volumeState {
 	vs, ok := ps.volumes[name]
 	if !ok {
-		vs = &volumeState{tokens: map[int]*tokenState{}}
+		vs = &volumeState{tokens: map[int]*tokenState{}, certs: map[int]*certState{}}
 		ps.volumes[name] = vs
 	}
 	return vs
@@ -221,6 +249,10 @@ func (m *manager) setUpVolume(ctx context.Context, pod *corev1.Pod, vs *volumeSt
 		return m.setUpHostPath(vs, vol.HostPath)
 	case vol.EmptyDir != nil:
 		return m.setUpEmptyDir(pod, vs, vol)
+	case vol.PersistentVolumeClaim != nil:
+		return m.setUpClaim(ctx, pod, vs, vol.PersistentVolumeClaim.ClaimName, false)
+	case vol.Ephemeral != nil:
+		return m.setUpClaim(ctx, pod, vs, EphemeralClaimName(pod, vol), true)
 	case vol.ConfigMap != nil:
 		src := vol.ConfigMap
 		return m.setUpFiles(ctx, pod, vs, vol.Name, ConfigMapPluginDir, false, podChanged, func(context.Context) (map[string]file, error) {
@@ -256,7 +288,7 @@ func (m *manager) setUpFiles(ctx context.Context, pod *corev1.Pod, vs *volumeSta
 	logger := klog.FromContext(ctx)
 	dir := m.volumeDir(pod.UID, plugin, name)
 	now := m.clock.Now()
-	if vs.ready && !podChanged && now.Sub(vs.refreshed) < m.cfg.RefreshInterval && !vs.tokenDue(now) {
+	if vs.ready && !podChanged && now.Sub(vs.refreshed) < m.cfg.RefreshInterval && !vs.tokenDue(now) && !vs.certDue(now) {
 		return dir, nil
 	}
 	if err := m.ensureDir(pod, vs, dir, onTmpfs); err != nil {

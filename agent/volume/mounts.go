@@ -50,7 +50,8 @@ func (m *manager) Mounts(pod *corev1.Pod, container *corev1.Container, volumePat
 	}
 	readOnlyVolumes := map[string]bool{}
 	for _, v := range pod.Spec.Volumes {
-		readOnlyVolumes[v.Name] = v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil
+		readOnlyVolumes[v.Name] = v.ConfigMap != nil || v.Secret != nil || v.DownwardAPI != nil || v.Projected != nil ||
+			v.PersistentVolumeClaim != nil && v.PersistentVolumeClaim.ReadOnly
 	}
 
 	wantHosts := len(podIPs) > 0 || pod.Spec.HostNetwork

@@ -122,9 +122,9 @@ func (m *manager) projectedFiles(ctx context.Context, pod *corev1.Pod, vs *volum
 		case s.ServiceAccountToken != nil:
 			err = m.tokenFile(ctx, pod, vs, i, s.ServiceAccountToken, defaultMode, src.DefaultUser, out)
 		case s.ClusterTrustBundle != nil:
-			err = errors.New("projected source clusterTrustBundle is not supported by this node")
+			err = m.trustBundleFile(pod, s.ClusterTrustBundle, defaultMode, src.DefaultUser, out)
 		case s.PodCertificate != nil:
-			err = errors.New("projected source podCertificate is not supported by this node")
+			err = m.podCertificateFiles(ctx, pod, vs, i, s.PodCertificate, defaultMode, src.DefaultUser, out)
 		}
 		if err != nil {
 			errs = append(errs, err)

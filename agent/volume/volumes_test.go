@@ -614,10 +614,10 @@ func TestEmptyDir(t *testing.T) {
 func TestUnsupportedVolume(t *testing.T) {
 	e := newEnv(t)
 	pod := newPod("uid1", corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
-		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "c"}}})
+		NFS: &corev1.NFSVolumeSource{Server: "nfs", Path: "/"}}})
 	_, err := e.mgr.SetUpPod(context.Background(), pod)
 	ves := mustVolumeErrors(t, err)
-	if want := `MountVolume.SetUp failed for volume "data" : volume type persistentVolumeClaim is not supported by this node`; ves[0].Error() != want {
+	if want := `MountVolume.SetUp failed for volume "data" : volume type nfs is not supported by this node`; ves[0].Error() != want {
 		t.Errorf("error = %q, want %q", ves[0].Error(), want)
 	}
 }

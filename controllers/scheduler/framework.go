@@ -156,6 +156,10 @@ type cycleState struct {
 	nsLabels  labels.Set
 	spread    *spreadFilterState
 	affinity  *affinityFilterState
+	// volumes is the VolumeBinding state (nil: the pod has no claims, or
+	// the scheduler runs without volume binding), vb its binder.
+	volumes *volumeState
+	vb      *volumeBinder
 }
 
 // clone copies the parts that preemption changes when it removes pods.
@@ -188,6 +192,7 @@ var filters = []func(cs *cycleState, n *nodeInfo) *status{
 	filterNodeAffinity,
 	filterNodePorts,
 	filterNodeResources,
+	filterVolumeBinding,
 	filterPodTopologySpread,
 	filterInterPodAffinity,
 }

@@ -25,6 +25,7 @@ const (
 	plNodeResourcesFit
 	plPodTopologySpread
 	plInterPodAffinity
+	plVolumeBinding
 
 	allPlugins pluginSet = 1<<iota - 1
 )
@@ -41,6 +42,7 @@ var pluginNames = []struct {
 	{plNodeResourcesFit, "NodeResourcesFit"},
 	{plPodTopologySpread, "PodTopologySpread"},
 	{plInterPodAffinity, "InterPodAffinity"},
+	{plVolumeBinding, "VolumeBinding"},
 }
 
 func (p pluginSet) String() string {
@@ -67,6 +69,9 @@ const (
 	evAssignedPodAdd
 	evAssignedPodUpdate // labels of a pod on a node
 	evAssignedPodDelete
+	// evVolumeChange: a PersistentVolume, PersistentVolumeClaim or
+	// StorageClass was added or changed.
+	evVolumeChange
 )
 
 // helps is the set of filters an event may now satisfy, as upstream's
@@ -78,13 +83,15 @@ func (e clusterEvent) helps() pluginSet {
 	case evNodeAllocatable:
 		return plNodeResourcesFit
 	case evNodeLabel:
-		return plNodeAffinity | plPodTopologySpread | plInterPodAffinity
+		return plNodeAffinity | plPodTopologySpread | plInterPodAffinity | plVolumeBinding
 	case evNodeTaint:
 		return plTaintToleration | plNodeUnschedulable | plPodTopologySpread
 	case evAssignedPodAdd, evAssignedPodUpdate:
 		return plInterPodAffinity | plPodTopologySpread
 	case evAssignedPodDelete:
 		return plNodeResourcesFit | plNodePorts | plInterPodAffinity | plPodTopologySpread
+	case evVolumeChange:
+		return plVolumeBinding
 	}
 	return allPlugins
 }

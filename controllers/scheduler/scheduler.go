@@ -52,22 +52,28 @@ type Scheduler struct {
 	cache     *schedCache
 	queue     *schedulingQueue
 	nominator *nominator
+	// volumes is the VolumeBinding plugin (nil in tests without it).
+	volumes *volumeBinder
 
 	// Used by the scheduling loop only.
-	snap      *snapshot
-	par       parallelizer
-	rnd       *rand.Rand
-	nextStart int
-	buf       cycleBuffers
+	snap *snapshot
+	// cycleVolumes is the VolumeBinding state of the current cycle.
+	cycleVolumes *volumeState
+	par          parallelizer
+	rnd          *rand.Rand
+	nextStart    int
+	buf          cycleBuffers
 
 	inFlight chan struct{}
 	wg       sync.WaitGroup
 }
 
 // New returns a scheduler fed by the factory's informers (pods, nodes,
-// namespaces, PodDisruptionBudgets, and the services, replication
+// namespaces, PodDisruptionBudgets, the services, replication
 // controllers, replica sets and stateful sets that default spreading
-// looks at). It registers event handlers and starts nothing.
+// looks at, and the PersistentVolumes, PersistentVolumeClaims and
+// StorageClasses of volume binding). It registers event handlers and
+// starts nothing.
 func New(cfg Config, client kubernetes.Interface, factory informers.SharedInformerFactory, recorder record.EventRecorder, clk clock.WithTicker) (*Scheduler, error) {
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
@@ -90,6 +96,22 @@ func New(cfg Config, client kubernetes.Interface, factory informers.SharedInform
 		par:       newParallelizer(cfg.Parallelism),
 		rnd:       rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		inFlight:  make(chan struct{}, maxBindingsInFlight),
+		volumes: newVolumeBinder(client, clk, core.PersistentVolumeClaims().Lister(), core.PersistentVolumes().Lister(),
+			factory.Storage().V1().StorageClasses().Lister()),
+	}
+	volumeHandler := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { s.volumeChanged() },
+		UpdateFunc: func(_, _ any) { s.volumeChanged() },
+		DeleteFunc: func(any) { s.volumes.notify() },
+	}
+	for _, inf := range []cache.SharedIndexInformer{
+		core.PersistentVolumeClaims().Informer(), core.PersistentVolumes().Informer(), factory.Storage().V1().StorageClasses().Informer(),
+	} {
+		reg, err := inf.AddEventHandler(volumeHandler)
+		if err != nil {
+			return nil, fmt.Errorf("scheduler: volume handler: %w", err)
+		}
+		s.synced = append(s.synced, reg.HasSynced)
 	}
 	for _, inf := range []cache.SharedIndexInformer{
 		core.Namespaces().Informer(), factory.Policy().V1().PodDisruptionBudgets().Informer(),
@@ -295,6 +317,13 @@ func (s *Scheduler) nodeUpdated(oldObj, newObj any) {
 	}
 }
 
+// volumeChanged wakes the bindings waiting for claims and retries the
+// pods that volume binding turned away.
+func (s *Scheduler) volumeChanged() {
+	s.volumes.notify()
+	s.queue.onEvent(evVolumeChange)
+}
+
 func (s *Scheduler) nodeDeleted(obj any) {
 	if n := nodeFrom(obj); n != nil {
 		s.cache.removeNode(n.Name)
@@ -336,7 +365,14 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp *queuedPod) {
 		return
 	}
 
-	// Assume: count the pod on the node now and bind in the background.
+	// Reserve the chosen volumes, assume: count the pod on the node now,
+	// and bind (volumes first) in the background.
+	var volumes *podVolumes
+	var nodeObj *corev1.Node
+	if pv := s.cycleVolumes.forNode(node); !pv.empty() {
+		volumes = pv
+		nodeObj = s.snap.byName[node].node
+	}
 	ap := *pod
 	ap.Spec.NodeName = node
 	api := *qp.info
@@ -345,6 +381,9 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp *queuedPod) {
 		s.fail(ctx, qp, err, 0, preemptionResult{})
 		return
 	}
+	if volumes != nil {
+		s.volumes.assume(volumes)
+	}
 	s.nominator.delete(pod.UID)
 	s.queue.done(pod.UID)
 	logger.V(4).Info("Assumed pod on node", "pod", klog.KObj(pod), "node", node)
@@ -352,12 +391,23 @@ func (s *Scheduler) scheduleOne(ctx context.Context, qp *queuedPod) {
 	case s.inFlight <- struct{}{}:
 	case <-ctx.Done():
 		s.cache.forget(pod.UID)
+		if volumes != nil {
+			s.volumes.release(volumes)
+		}
 		return
 	}
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
 		defer func() { <-s.inFlight }()
+		if volumes != nil {
+			err := s.volumes.bind(ctx, &ap, nodeObj, volumes)
+			s.volumes.release(volumes)
+			if err != nil {
+				s.bindFailed(ctx, qp, &ap, err)
+				return
+			}
+		}
 		s.bind(ctx, qp, &ap)
 	}()
 }
@@ -373,7 +423,16 @@ type failure struct {
 // best; or a failure saying why none fits.
 func (s *Scheduler) findNode(pi *podInfo, nominated map[string][]*podInfo) (string, *failure, error) {
 	all := s.snap.list
+	s.cycleVolumes = nil
 	cs, st := newCycleState(pi, s.snap, s.ns)
+	if st == nil && s.volumes != nil {
+		var vs *volumeState
+		if vs, st = s.volumes.preFilter(pi.pod); st == nil {
+			cs.volumes, cs.vb, s.cycleVolumes = vs, s.volumes, vs
+		} else if st.code == codeError {
+			return "", nil, errors.New(st.reasons[0])
+		}
+	}
 	if st != nil {
 		return "", &failure{fitError: &fitError{numAllNodes: len(all), statuses: map[string]*status{}, absent: st, preFilterMsg: st.reasons[0]}}, nil
 	}
@@ -490,14 +549,19 @@ func (s *Scheduler) bind(ctx context.Context, qp *queuedPod, ap *corev1.Pod) {
 		s.recorder.Eventf(ap, corev1.EventTypeNormal, "Scheduled", "Successfully assigned %v/%v to %v", ap.Namespace, ap.Name, ap.Spec.NodeName)
 		return
 	}
+	s.bindFailed(ctx, qp, ap, fmt.Errorf("binding rejected: %w", err))
+}
+
+// bindFailed forgets the assumed pod ap and retries it after a backoff.
+func (s *Scheduler) bindFailed(ctx context.Context, qp *queuedPod, ap *corev1.Pod, err error) {
 	s.cache.forget(ap.UID)
 	s.queue.onEvent(evAssignedPodDelete)
 	if ctx.Err() != nil {
 		return
 	}
-	logger.V(1).Info("Failed to bind pod", "pod", klog.KObj(ap), "node", ap.Spec.NodeName, "err", err)
+	klog.FromContext(ctx).V(1).Info("Failed to bind pod", "pod", klog.KObj(ap), "node", ap.Spec.NodeName, "err", err)
 	// This goroutine holds a slot already: report without taking another.
-	s.report(ctx, qp, fmt.Errorf("binding rejected: %w", err), 0, preemptionResult{}, false)
+	s.report(ctx, qp, err, 0, preemptionResult{}, false)
 }
 
 func retriable(err error) bool {

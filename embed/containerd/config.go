@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/k1s/k1s/internal/registries"
 )
 
 const (
@@ -95,6 +97,15 @@ type Config struct {
 	// StopTimeout is how long containerd gets after SIGTERM before
 	// SIGKILL. Default 10 seconds.
 	StopTimeout time.Duration
+	// PrivateRegistry is k3s's registries.yaml (--private-registry):
+	// mirrors and TLS go to hosts.toml files under HostsDir, credentials
+	// to the CRI's registry configs. Default empty: no registry is
+	// configured, so pulling an image that is not present fails at once.
+	// A file that does not exist configures nothing either.
+	PrivateRegistry string
+	// HostsDir is the CRI's registry config_path, rewritten on every
+	// start from PrivateRegistry. Default <DataDir>/agent/etc/containerd/certs.d.
+	HostsDir string
 }
 
 // SetDefaults fills empty fields with their documented defaults.
@@ -112,6 +123,7 @@ func (c *Config) SetDefaults() {
 	def(&c.State, DefaultState)
 	def(&c.Socket, filepath.Join(c.State, "containerd.sock"))
 	def(&c.ConfigFile, filepath.Join(agent, "etc", "containerd", "config.toml"))
+	def(&c.HostsDir, filepath.Join(agent, "etc", "containerd", "certs.d"))
 	def(&c.LogFile, filepath.Join(agent, "containerd.log"))
 	def(&c.PidFile, filepath.Join(c.State, "containerd.pid"))
 	def(&c.SandboxImage, DefaultSandboxImage)
@@ -148,6 +160,10 @@ func (c Config) Validate() error {
 	abs("containerd pid file", "pid file", c.PidFile)
 	abs("--data-dir", "CNI config directory", c.CNIConfDir)
 	abs("--data-dir", "images directory", c.ImagesDir)
+	abs("--data-dir", "registry hosts directory", c.HostsDir)
+	if c.PrivateRegistry != "" {
+		abs("--private-registry", "registries file", c.PrivateRegistry)
+	}
 	for _, d := range c.CNIBinDirs {
 		abs("CNI bin dirs", "CNI plugin directory", d)
 	}
@@ -219,18 +235,24 @@ var disabledPlugins = []string{
 // score); no CDI spec directories (CDI cannot be switched off in
 // containerd 2, so it is given nothing to read); the streaming server
 // (exec, attach, port-forward) on 127.0.0.1 with a random port; the
-// sandbox image pinned; no registry configuration at all, so pulling an
-// image that is not present fails at once; pod network namespaces under
+// sandbox image pinned; no registry configuration at all when reg is nil,
+// so pulling an image that is not present fails at once, else reg's
+// (--private-registry): the hosts directory as the registry config_path
+// and the hosts' credentials as registry configs (deprecated in
+// containerd 2 but still read by its CRI, which has no other place for
+// static credentials: hosts.toml has none); pod network namespaces under
 // its state directory (not the machine-wide /var/run/netns); CPU usage
 // sampled every 10 s rather than every second (each sample is a call into
 // every shim); a pod's lo brought up by containerd itself rather than by
 // running the CNI loopback plugin for every pod.
-func renderConfig(c Config) string {
+func renderConfig(c Config, reg *registries.Registry) string {
 	q := tomlString
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	w("# Written by k1s on every start: change k1s's flags, not this file.")
-	w("# No registry is configured: pulling an image that is not present fails.")
+	if reg == nil {
+		w("# No registry is configured: pulling an image that is not present fails.")
+	}
 	w("version = 4")
 	w("root = %s", q(c.Root))
 	w("state = %s", q(c.State))
@@ -276,6 +298,20 @@ func renderConfig(c Config) string {
 	w("    snapshotter = %s", q(c.Snapshotter))
 	w("    [plugins.'io.containerd.cri.v1.images'.pinned_images]")
 	w("      sandbox = %s", q(c.SandboxImage))
+	if reg != nil {
+		w("    [plugins.'io.containerd.cri.v1.images'.registry]")
+		w("      config_path = %s", q(c.HostsDir))
+		creds := reg.Credentials()
+		for _, host := range registries.CredentialHosts(creds) {
+			a := creds[host]
+			w("      [plugins.'io.containerd.cri.v1.images'.registry.configs.%s.auth]", q(host))
+			for _, kv := range [][2]string{{"username", a.Username}, {"password", a.Password}, {"auth", a.Auth}, {"identitytoken", a.IdentityToken}} {
+				if kv[1] != "" {
+					w("        %s = %s", kv[0], q(kv[1]))
+				}
+			}
+		}
+	}
 	w("")
 	w("  [plugins.'io.containerd.shim.v1.manager']")
 	w("    socket_dir = %s", q(c.ShimSocketDir()))

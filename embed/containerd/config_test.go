@@ -11,6 +11,8 @@ import (
 
 	srvconfig "github.com/containerd/containerd/v2/cmd/containerd/server/config"
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/k1s/k1s/internal/registries"
 )
 
 func TestSetDefaults(t *testing.T) {
@@ -30,6 +32,7 @@ func TestSetDefaults(t *testing.T) {
 		CNIConfDir:   "/var/lib/k1s/agent/etc/cni/net.d",
 		CNIBinDirs:   []string{"/opt/cni/bin"},
 		ImagesDir:    "/var/lib/k1s/agent/images",
+		HostsDir:     "/var/lib/k1s/agent/etc/containerd/certs.d",
 		LogLevel:     "info",
 		ReadyTimeout: time.Minute,
 		StopTimeout:  10 * time.Second,
@@ -127,7 +130,7 @@ func get(t *testing.T, doc map[string]any, path ...string) any {
 func TestRenderConfig(t *testing.T) {
 	c := Config{DataDir: "/data", State: "/run/k1s-x/containerd", CNIBinDirs: []string{"/usr/lib/cni", "/opt/cni/bin"}, SandboxImage: `k1s.local/pause:"q"`}
 	c.SetDefaults()
-	text := renderConfig(c)
+	text := renderConfig(c, nil)
 	var doc map[string]any
 	if err := toml.Unmarshal([]byte(text), &doc); err != nil {
 		t.Fatalf("generated config is not TOML: %v\n%s", err, text)
@@ -181,6 +184,72 @@ func TestRenderConfig(t *testing.T) {
 	}
 }
 
+// TestRenderConfigWithRegistry: with --private-registry, the CRI reads
+// the hosts directory and the credentials, and containerd's own loader
+// takes the file.
+func TestRenderConfigWithRegistry(t *testing.T) {
+	reg, err := registries.Parse([]byte(`
+mirrors:
+  docker.io:
+    endpoint: ["https://registry.example.com:5000"]
+configs:
+  "registry.example.com:5000":
+    auth: {username: "u\"1", password: p}
+  docker.io:
+    auth: {auth: dTpw}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := Config{DataDir: "/data"}
+	c.SetDefaults()
+	text := renderConfig(c, reg)
+	var doc map[string]any
+	if err := toml.Unmarshal([]byte(text), &doc); err != nil {
+		t.Fatalf("generated config is not TOML: %v\n%s", err, text)
+	}
+	registry := []string{"plugins", "io.containerd.cri.v1.images", "registry"}
+	for _, ch := range []struct {
+		path []string
+		want any
+	}{
+		{append(registry, "config_path"), "/data/agent/etc/containerd/certs.d"},
+		{append(registry, "configs", "registry.example.com:5000", "auth", "username"), `u"1`},
+		{append(registry, "configs", "registry.example.com:5000", "auth", "password"), "p"},
+		{append(registry, "configs", "registry-1.docker.io", "auth", "auth"), "dTpw"},
+	} {
+		if got := get(t, doc, ch.path...); !reflect.DeepEqual(got, ch.want) {
+			t.Errorf("%v = %#v, want %#v", ch.path, got, ch.want)
+		}
+	}
+	if strings.Contains(text, "No registry is configured") {
+		t.Error("the config says no registry is configured")
+	}
+	path := filepath.Join(t.TempDir(), "config.toml")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var cfg srvconfig.Config
+	if err := srvconfig.LoadConfig(context.Background(), path, &cfg); err != nil {
+		t.Fatalf("containerd cannot load the config: %v", err)
+	}
+}
+
+func TestNewRefusesABadRegistriesFile(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "registries.yaml")
+	if err := os.WriteFile(bad, []byte("mirrors:\n  docker.io:\n    endpoints: [x]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(Config{DataDir: dir, Executable: "/bin/true", PrivateRegistry: bad})
+	if err == nil || !strings.Contains(err.Error(), bad) || !strings.Contains(err.Error(), "endpoints") {
+		t.Fatalf("New = %v, want the file and the key named", err)
+	}
+	if _, err := New(Config{DataDir: dir, Executable: "/bin/true", PrivateRegistry: filepath.Join(dir, "missing.yaml")}); err != nil {
+		t.Fatalf("a missing registries file: %v", err)
+	}
+}
+
 func containsAny(list []any, s string) bool {
 	for _, v := range list {
 		if v == s {
@@ -196,7 +265,7 @@ func TestRenderConfigLoadsInContainerd(t *testing.T) {
 	c := Config{DataDir: "/data"}
 	c.SetDefaults()
 	path := filepath.Join(t.TempDir(), "config.toml")
-	if err := os.WriteFile(path, []byte(renderConfig(c)), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(renderConfig(c, nil)), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	var cfg srvconfig.Config

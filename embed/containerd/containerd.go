@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
+
+	"github.com/k1s/k1s/internal/registries"
 )
 
 // systemPath is appended to the child's PATH so runc (/usr/sbin) and the
@@ -29,6 +31,7 @@ const systemPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 // its children, and a restarted containerd reconnects to them.
 type Containerd struct {
 	cfg     Config
+	reg     *registries.Registry // nil: no registry configured
 	assets  fs.FS
 	stateFS StateFS
 	ready   chan struct{}
@@ -48,7 +51,14 @@ func New(cfg Config) (*Containerd, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Containerd{cfg: cfg, assets: bundled, stateFS: newMachineStateFS(), ready: make(chan struct{})}, nil
+	var reg *registries.Registry
+	if cfg.PrivateRegistry != "" {
+		var err error
+		if reg, err = registries.Load(cfg.PrivateRegistry); err != nil {
+			return nil, err
+		}
+	}
+	return &Containerd{cfg: cfg, reg: reg, assets: bundled, stateFS: newMachineStateFS(), ready: make(chan struct{})}, nil
 }
 
 // Config returns the configuration with defaults filled in.
@@ -96,7 +106,10 @@ func (c *Containerd) Run(ctx context.Context) error {
 	if answersCRI(ctx, cfg.Socket) {
 		return fmt.Errorf("a containerd already serves %s: stop it first (`k1s killall` stops the one k1s started)", cfg.Socket)
 	}
-	if err := writeFileAtomic(cfg.ConfigFile, []byte(renderConfig(cfg)), 0o600); err != nil {
+	if err := registries.WriteHostsDir(cfg.HostsDir, c.reg); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(cfg.ConfigFile, []byte(renderConfig(cfg, c.reg)), 0o600); err != nil {
 		return fmt.Errorf("write containerd config: %w", err)
 	}
 	child, err := startChild(cfg, binDir)

@@ -64,6 +64,11 @@ type Config struct {
 	SnapshotCount uint64
 	// LogLevel is etcd's zap log level. Default "warn".
 	LogLevel string
+	// ForceNewCluster starts the member as a cluster of itself alone,
+	// keeping its data: the other members are dropped from the
+	// membership (etcd's --force-new-cluster; `k1s server
+	// --cluster-reset`). Default false.
+	ForceNewCluster bool
 }
 
 func (c *Config) setDefaults() {
@@ -225,6 +230,7 @@ func (s *Server) Run(ctx context.Context) error {
 		ec.ElectionMs = 250
 	}
 	ec.SnapshotCount = s.cfg.SnapshotCount
+	ec.ForceNewCluster = s.cfg.ForceNewCluster
 	if s.cfg.QuotaBackendBytes > 0 {
 		ec.QuotaBackendBytes = s.cfg.QuotaBackendBytes
 	}

@@ -14,8 +14,8 @@ const module = "github.com/k1s/k1s/"
 
 // rank orders the top-level directories; a package may import a lower
 // rank, and its own directory, only. agent and controllers share a rank
-// but not each other.
-var rank = map[string]int{"internal": 0, "embed": 1, "agent": 2, "controllers": 2, "server": 3, "cmd": 4}
+// but not each other. manifests (embedded data) sits with internal.
+var rank = map[string]int{"internal": 0, "manifests": 0, "embed": 1, "agent": 2, "controllers": 2, "server": 3, "cmd": 4}
 
 func TestImportsPointDown(t *testing.T) {
 	out, err := exec.Command("go", "list", "-tags", "no_btrfs,no_devmapper,no_zfs,urfave_cli_no_docs,osusergo,netgo",

@@ -23,8 +23,9 @@ type admissionPlugin struct {
 
 // applyAdmission builds the admission chain in upstream's order:
 // NamespaceLifecycle, LimitRanger, ServiceAccount, NodeRestriction,
-// Priority, DefaultTolerationSeconds, RuntimeClass, ClusterTrustBundleAttest,
-// the mutating policies and webhooks, the validating policies and webhooks,
+// Priority, DefaultTolerationSeconds, DefaultStorageClass,
+// StorageObjectInUseProtection, PersistentVolumeClaimResize, RuntimeClass,
+// ClusterTrustBundleAttest, the mutating policies and webhooks, the validating policies and webhooks,
 // ResourceQuota.
 func (d *dependencies) applyAdmission(gc *genericapiserver.RecommendedConfig) error {
 	opts := genericoptions.NewAdmissionOptions()

@@ -7,12 +7,15 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 
 	"github.com/k1s/k1s/server/admission/clustertrustbundleattest"
+	"github.com/k1s/k1s/server/admission/defaultstorageclass"
 	"github.com/k1s/k1s/server/admission/defaulttolerationseconds"
 	"github.com/k1s/k1s/server/admission/limitranger"
 	"github.com/k1s/k1s/server/admission/priority"
+	"github.com/k1s/k1s/server/admission/pvcresize"
 	"github.com/k1s/k1s/server/admission/resourcequota"
 	"github.com/k1s/k1s/server/admission/runtimeclass"
 	"github.com/k1s/k1s/server/admission/serviceaccount"
+	"github.com/k1s/k1s/server/admission/storageobjectinuseprotection"
 )
 
 // admissionPlugins returns k1s's plugins in upstream's order: those that run
@@ -34,6 +37,9 @@ func (d *dependencies) admissionPlugins(drained <-chan struct{}) (before, after 
 				UnreachableTolerationSeconds: d.cfg.DefaultUnreachableTolerationSeconds,
 			})
 		})},
+		admissionPlugin{defaultstorageclass.Name, factory(func() (admission.Interface, error) { return defaultstorageclass.New(d.informers) })},
+		admissionPlugin{storageobjectinuseprotection.Name, factory(func() (admission.Interface, error) { return storageobjectinuseprotection.New(), nil })},
+		admissionPlugin{pvcresize.Name, factory(func() (admission.Interface, error) { return pvcresize.New(d.informers) })},
 		admissionPlugin{runtimeclass.Name, factory(func() (admission.Interface, error) { return runtimeclass.New(d.client, d.informers) })},
 		admissionPlugin{clustertrustbundleattest.Name, factory(func() (admission.Interface, error) { return clustertrustbundleattest.New(d.authorizer), nil })},
 	)

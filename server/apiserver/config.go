@@ -67,6 +67,10 @@ type Config struct {
 	ServerCAFile string
 	// AgentClientCertFile/KeyFile is what the apiserver presents to node agents.
 	AgentClientCertFile, AgentClientKeyFile string
+	// NoAgentTunnels reaches node agents only directly, never through
+	// the tunnels they open (--egress-selector-mode=disabled). Default
+	// false: directly, else through the node's tunnel.
+	NoAgentTunnels bool
 
 	// RequestHeaderCAFile verifies the client certificate of a front
 	// proxy that names its user in X-Remote-User/-Uid/-Group/-Extra-*

@@ -196,14 +196,17 @@ func (d *dependencies) groupValidation() map[schema.GroupResource]validators {
 	}
 }
 
-// addGroupSubresources adds pods/ephemeralcontainers (an update of the
-// pod's ephemeral containers only) and the legacy bindings resource (a
+// addGroupSubresources adds pods/ephemeralcontainers and pods/resize
+// (updates of only the pod's ephemeral containers, or of its containers'
+// resources) and the legacy bindings resource (a
 // Binding POSTed to the namespace, named after its pod: pods/binding's
 // storage, as upstream serves both).
 func (d *dependencies) addGroupSubresources(set *storageSet) {
 	pods := set.stores[corev1.Resource("pods")]
 	set.add(corev1.SchemeGroupVersion, "pods/ephemeralcontainers",
 		registry.NewUpdateSubresource(pods.Store, pod.PrepareEphemeralContainersUpdate, pod.ValidateEphemeralContainersUpdate))
+	set.add(corev1.SchemeGroupVersion, "pods/resize",
+		registry.NewUpdateSubresource(pods.Store, pod.PrepareResizeUpdate, pod.ValidateResizeUpdate))
 	set.add(corev1.SchemeGroupVersion, "bindings", bindingsREST{pod.NewBindingREST(pods.Store)})
 }
 

@@ -79,10 +79,14 @@ func (d *dependencies) addSubresources(set *storageSet) error {
 	set.add(core, "pods/binding", pod.NewBindingREST(pods))
 	set.add(core, "pods/eviction", pod.NewEvictionREST(pods, d.client.PolicyV1()))
 
-	conn, err := node.NewConnection(set.stores[corev1.Resource("nodes")], node.ConnectionConfig{
+	connCfg := node.ConnectionConfig{
 		CAFile: d.cfg.ServerCAFile, CertFile: d.cfg.AgentClientCertFile, KeyFile: d.cfg.AgentClientKeyFile,
 		Tunnels: &tunnel.Dialer{Registry: d.tunnels},
-	})
+	}
+	if d.cfg.NoAgentTunnels {
+		connCfg.Tunnels = nil
+	}
+	conn, err := node.NewConnection(set.stores[corev1.Resource("nodes")], connCfg)
 	if err != nil {
 		return err
 	}

@@ -207,9 +207,26 @@ func TestAgentJoins(t *testing.T) {
 		hash, creds, _ := strings.Cut(strings.TrimPrefix(token, "K10"), "::")
 		wrongHash := "K10" + strings.Repeat("0", len(hash)) + "::" + creds
 		forged := "K10" + hash + "::abcdef.0123456789abcdef"
+		// A bootstrap token whose Secret is still there (the cleaner may
+		// not have run yet) but whose expiration has passed.
+		expiredSecret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "bootstrap-token-expird", Namespace: metav1.NamespaceSystem},
+			Type:       corev1.SecretTypeBootstrapToken,
+			StringData: map[string]string{
+				"token-id": "expird", "token-secret": "0123456789abcdef",
+				"expiration":                     time.Now().Add(-time.Minute).UTC().Format(time.RFC3339),
+				"usage-bootstrap-authentication": "true", "usage-bootstrap-signing": "true",
+				"auth-extra-groups": "system:bootstrappers:k1s:default-node-token",
+			},
+		}
+		if _, err := c.CoreV1().Secrets(metav1.NamespaceSystem).Create(ctx, expiredSecret, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		expired := "K10" + hash + "::expird.0123456789abcdef"
 		for _, tc := range []struct{ token, want string }{
 			{wrongHash, "does not match the join token's CA hash"},
 			{forged, "refused the join token"},
+			{expired, "refused the join token"},
 			{creds, "--ca-file"},
 		} {
 			cmd := n.agentCmd(append(n.agentArgs(tc.token), "--data-dir", t.TempDir())...)

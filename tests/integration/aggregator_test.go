@@ -1,11 +1,13 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
 	"encoding/pem"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -23,9 +25,11 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/discovery"
 	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/retry"
 	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	apiregistrationhelper "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1/helper"
 	aggregatorclient "k8s.io/kube-aggregator/pkg/client/clientset_generated/clientset"
@@ -146,7 +150,7 @@ type wardle struct {
 }
 
 type wardleCall struct {
-	path, user, groups, certCN string
+	method, path, user, groups, certCN, contentType, body string
 }
 
 func startWardle(t *testing.T, serverName string, requestHeaderCA *x509.CertPool) *wardle {
@@ -187,8 +191,32 @@ func startWardle(t *testing.T, serverName string, requestHeaderCA *x509.CertPool
 			map[string]any{"apiVersion": "wardle.example.com/v1alpha1", "kind": "Flunder", "metadata": map[string]any{"name": "f1", "namespace": "default"}},
 		}})
 	})
+	// Writes, as the sample-apiserver answers them: a create echoes the
+	// flunder with 201, a delete answers a Success Status.
+	mux.HandleFunc("POST /apis/wardle.example.com/v1alpha1/namespaces/default/flunders", func(rw http.ResponseWriter, r *http.Request) {
+		var obj map[string]any
+		if err := json.NewDecoder(r.Body).Decode(&obj); err != nil {
+			http.Error(rw, err.Error(), http.StatusBadRequest)
+			return
+		}
+		rw.Header().Set("Content-Type", "application/json")
+		rw.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(rw).Encode(obj)
+	})
+	mux.HandleFunc("DELETE /apis/wardle.example.com/v1alpha1/namespaces/default/flunders/{name}", func(rw http.ResponseWriter, r *http.Request) {
+		writeJSON(rw, &metav1.Status{TypeMeta: metav1.TypeMeta{Kind: "Status", APIVersion: "v1"}, Status: metav1.StatusSuccess})
+	})
 	w.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
-		call := wardleCall{path: r.URL.Path, user: r.Header.Get("X-Remote-User"), groups: strings.Join(r.Header.Values("X-Remote-Group"), ",")}
+		call := wardleCall{method: r.Method, path: r.URL.Path, user: r.Header.Get("X-Remote-User"), groups: strings.Join(r.Header.Values("X-Remote-Group"), ","), contentType: r.Header.Get("Content-Type")}
+		if r.Body != nil {
+			b, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(rw, err.Error(), http.StatusBadRequest)
+				return
+			}
+			call.body = string(b)
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
 		if r.TLS != nil && len(r.TLS.VerifiedChains) > 0 {
 			call.certCN = r.TLS.VerifiedChains[0][0].Subject.CommonName
 		}
@@ -350,9 +378,103 @@ func TestAggregatedAPIServer(t *testing.T) {
 		t.Errorf("legacy discovery of wardle.example.com/v1alpha1: %v %v", legacy, err)
 	}
 
-	// Withdrawn with the APIService.
-	if err := agg.Delete(ctx, "v1alpha1.wardle.example.com", metav1.DeleteOptions{}); err != nil {
+	// Writes are proxied too: a create's body reaches the server as sent
+	// and its 201 comes back; so does a delete.
+	rc := client.Discovery().RESTClient()
+	const flunder = `{"apiVersion":"wardle.example.com/v1alpha1","kind":"Flunder","metadata":{"name":"f2","namespace":"default","labels":{"sample-label":"true"}}}`
+	res := rc.Post().AbsPath(flunders).Body([]byte(flunder)).SetHeader("Content-Type", "application/json").SetHeader("Accept", "application/json").Do(ctx)
+	var code int
+	res.StatusCode(&code)
+	if raw, err := res.Raw(); err != nil || code != http.StatusCreated {
+		t.Errorf("POST %s through the aggregator: %d %v, want 201", flunders, code, err)
+	} else if !strings.Contains(string(raw), `"name":"f2"`) {
+		t.Errorf("POST %s answered %s", flunders, raw)
+	}
+	posted := slices.IndexFunc(w.callsTo(flunders), func(c wardleCall) bool { return c.method == http.MethodPost })
+	if posted < 0 {
+		t.Errorf("the aggregated server saw no POST")
+	} else if c := w.callsTo(flunders)[posted]; c.body != flunder || !strings.HasPrefix(c.contentType, "application/json") || c.user != "system:admin" {
+		t.Errorf("proxied POST: body %q, content type %q, user %q", c.body, c.contentType, c.user)
+	}
+	if _, err := rc.Delete().AbsPath(flunders + "/f2").DoRaw(ctx); err != nil {
+		t.Errorf("DELETE through the aggregator: %v", err)
+	}
+	if len(w.callsTo(flunders+"/f2")) != 1 || w.callsTo(flunders + "/f2")[0].method != http.MethodDelete {
+		t.Errorf("the aggregated server saw %+v for the delete", w.callsTo(flunders+"/f2"))
+	}
+
+	// The APIService's own life (the Aggregator spec's steps): a merge
+	// patch of its spec, a condition of the caller's kept beside
+	// Available by an update and a merge patch of /status, and removal
+	// by label selector.
+	const name = "v1alpha1.wardle.example.com"
+	cur, err := agg.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
 		t.Fatal(err)
+	}
+	patched, err := agg.Patch(ctx, name, types.MergePatchType, []byte(`{"spec":{"versionPriority":400}}`), metav1.PatchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	oldRV, _ := strconv.ParseUint(cur.ResourceVersion, 10, 64)
+	newRV, _ := strconv.ParseUint(patched.ResourceVersion, 10, 64)
+	if patched.Spec.VersionPriority != 400 || newRV <= oldRV {
+		t.Errorf("patched APIService: versionPriority %d, resourceVersion %s after %s", patched.Spec.VersionPriority, patched.ResourceVersion, cur.ResourceVersion)
+	}
+	mine := apiregistrationv1.APIServiceCondition{Type: "StatusUpdated", Status: "True", Reason: "Test", Message: "set by the test"}
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := agg.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Status.Conditions = append(cur.Status.Conditions, mine)
+		_, err = agg.UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("update status: %v", err)
+	}
+	statusPath := "/apis/apiregistration.k8s.io/v1/apiservices/" + name + "/status"
+	readStatus := func() *apiregistrationv1.APIService {
+		t.Helper()
+		raw, err := rc.Get().AbsPath(statusPath).SetHeader("Accept", "application/json").DoRaw(ctx)
+		if err != nil {
+			t.Fatalf("GET %s: %v", statusPath, err)
+		}
+		var got apiregistrationv1.APIService
+		if err := json.Unmarshal(raw, &got); err != nil {
+			t.Fatalf("GET %s: %v", statusPath, err)
+		}
+		return &got
+	}
+	got := readStatus()
+	if c := apiregistrationhelper.GetAPIServiceConditionByType(got, "StatusUpdated"); c == nil || c.Message != mine.Message {
+		t.Errorf("updated status lost the caller's condition: %+v", got.Status.Conditions)
+	}
+	if !apiregistrationhelper.IsAPIServiceConditionTrue(got, apiregistrationv1.Available) {
+		t.Errorf("updated status lost Available: %+v", got.Status.Conditions)
+	}
+	patch, err := json.Marshal(map[string]any{"status": map[string]any{"conditions": append(got.Status.Conditions,
+		apiregistrationv1.APIServiceCondition{Type: "StatusPatched", Status: "True", Reason: "Test", Message: "patched by the test"})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rc.Patch(types.MergePatchType).AbsPath(statusPath).Body(patch).DoRaw(ctx); err != nil {
+		t.Fatalf("PATCH %s: %v", statusPath, err)
+	}
+	if c := apiregistrationhelper.GetAPIServiceConditionByType(readStatus(), "StatusPatched"); c == nil || c.Message != "patched by the test" {
+		t.Errorf("patched status lacks the caller's condition")
+	}
+
+	// Withdrawn with the APIService, deleted by label selector.
+	if _, err := agg.Patch(ctx, name, types.StrategicMergePatchType, []byte(`{"metadata":{"labels":{"k1s-test":"wardle"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := agg.DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "k1s-test=wardle"}); err != nil {
+		t.Fatal(err)
+	}
+	if left, err := agg.List(ctx, metav1.ListOptions{LabelSelector: "k1s-test=wardle"}); err != nil || len(left.Items) != 0 {
+		t.Errorf("after deleteCollection: %v %v", left, err)
 	}
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 20*time.Second, true, func(ctx context.Context) (bool, error) {
 		_, err := client.Discovery().RESTClient().Get().AbsPath(flunders).DoRaw(ctx)

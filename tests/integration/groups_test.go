@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -463,8 +464,12 @@ func TestRuntimeClassAdmission(t *testing.T) {
 	if err := c.NodeV1().RuntimeClasses().Delete(ctx, rc.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.CoreV1().Pods("default").Create(ctx, pod("deleted-class", rc.Name), metav1.CreateOptions{})
-	if !apierrors.IsForbidden(err) {
+	// The admission reads classes from an informer: the deletion reaches
+	// it shortly after the delete returns (dry runs until then).
+	if werr := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err = c.CoreV1().Pods("default").Create(ctx, pod("deleted-class", rc.Name), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err != nil, nil
+	}); werr != nil || !apierrors.IsForbidden(err) {
 		t.Errorf("pod naming a deleted class: %v", err)
 	}
 	// A pod may not bring its own overhead without a class defining one.

@@ -45,6 +45,7 @@ func New() *cli.App {
 			killallCommand(),
 			tokenCommand(),
 			certificateCommand(),
+			etcdSnapshotCommand(),
 		},
 	}
 }
@@ -68,6 +69,13 @@ func setupLogging(c *cli.Context) error {
 // is a flag name; a flag given on the command line or by its environment
 // variable wins over the file. A missing default file is not an error.
 func loadConfigFile(c *cli.Context, path string, explicit bool) error {
+	return loadConfig(c, path, explicit, false)
+}
+
+// loadConfig is loadConfigFile; with ignoreUnknown, keys that are not
+// flags of the command are skipped (`k1s etcd-snapshot` reads the
+// server's file, as k3s's does).
+func loadConfig(c *cli.Context, path string, explicit, ignoreUnknown bool) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if os.IsNotExist(err) && !explicit {
@@ -87,6 +95,9 @@ func loadConfigFile(c *cli.Context, path string, explicit bool) error {
 	}
 	for key, node := range values {
 		f, ok := known[key]
+		if !ok && ignoreUnknown {
+			continue
+		}
 		if !ok {
 			return fmt.Errorf("--config %s: unknown key %q (keys are the flag names of `k1s %s`)", path, key, c.Command.Name)
 		}
@@ -113,7 +124,7 @@ func loadConfigFile(c *cli.Context, path string, explicit bool) error {
 		default:
 			return fmt.Errorf("--config %s: key %q: not a value or a list of values", path, key)
 		}
-		if _, isSlice := f.(*cli.StringSliceFlag); !isSlice && len(items) > 1 {
+		if !takesList(f) && len(items) > 1 {
 			return fmt.Errorf("--config %s: key %q takes one value", path, key)
 		}
 		for _, it := range items {

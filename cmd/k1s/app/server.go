@@ -13,12 +13,15 @@ import (
 
 	"github.com/k1s/k1s/controllers/manager"
 	"github.com/k1s/k1s/server"
+	"github.com/k1s/k1s/server/etcdsnapshot"
 )
 
 // serverOptions are the flags of `k1s server`.
 type serverOptions struct {
 	nodeLabels  cli.StringSlice
 	nodeTaints  cli.StringSlice
+	externalIPs cli.StringSlice
+	externalDNS cli.StringSlice
 	cfg         server.Config
 	configFile  string
 	tlsSANs     cli.StringSlice
@@ -30,6 +33,7 @@ type serverOptions struct {
 	// float64 forms of the float32 node lifecycle settings.
 	evictionRate, secondaryEvictionRate, unhealthyZoneThreshold float64
 	disableScheduler                                            bool
+	disableHelmController                                       bool
 }
 
 func serverCommand() *cli.Command { return newServerCommand(runServer) }
@@ -58,7 +62,7 @@ func newServerCommand(run func(context.Context, server.Config) error) *cli.Comma
 	return &cli.Command{
 		Name:  "server",
 		Usage: "run a control plane and a node agent in this process",
-		Flags: []cli.Flag{
+		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "config", Aliases: []string{"c"}, Usage: "YAML file whose keys are flag names", Value: DefaultConfigFile, EnvVars: env("CONFIG_FILE"), Destination: &o.configFile},
 			&cli.StringFlag{Name: "data-dir", Aliases: []string{"d"}, Usage: "directory holding all state", Value: "/var/lib/k1s", EnvVars: env("DATA_DIR"), Destination: &o.cfg.DataDir},
 			&cli.StringFlag{Name: "bind-address", Usage: "apiserver listen address", Value: "0.0.0.0", EnvVars: env("BIND_ADDRESS"), Destination: &o.cfg.BindAddress},
@@ -79,10 +83,21 @@ func newServerCommand(run func(context.Context, server.Config) error) *cli.Comma
 			&cli.StringFlag{Name: "datastore-keyfile", Usage: "client key for the external etcd", EnvVars: env("DATASTORE_KEYFILE"), Destination: &o.cfg.DatastoreKeyFile},
 			&cli.IntFlag{Name: "etcd-client-port", Usage: "embedded etcd client port (loopback only)", Value: 2379, Destination: &o.cfg.EtcdClientPort},
 			&cli.IntFlag{Name: "etcd-peer-port", Usage: "embedded etcd peer port (loopback only; on --node-ip with TLS once the server is one of a cluster)", Value: 2380, Destination: &o.cfg.EtcdPeerPort},
+			&cli.StringFlag{Name: "etcd-snapshot-schedule-cron", Usage: "schedule of the etcd snapshots (cron: minute hour day-of-month month day-of-week, or @every DURATION …)", Value: etcdsnapshot.DefaultCron, EnvVars: env("ETCD_SNAPSHOT_SCHEDULE_CRON"), Destination: &o.cfg.EtcdSnapshots.Cron},
+			&cli.IntFlag{Name: "etcd-snapshot-retention", Usage: "scheduled etcd snapshots kept (0: all)", Value: etcdsnapshot.DefaultRetention, EnvVars: env("ETCD_SNAPSHOT_RETENTION"), Destination: &o.cfg.EtcdSnapshots.Retention},
+			&cli.StringFlag{Name: "etcd-snapshot-dir", Usage: "directory of the etcd snapshots (default <data-dir>/server/db/snapshots)", EnvVars: env("ETCD_SNAPSHOT_DIR"), Destination: &o.cfg.EtcdSnapshots.Dir},
+			&cli.StringFlag{Name: "etcd-snapshot-name", Usage: "base name of the scheduled etcd snapshots", Value: etcdsnapshot.DefaultScheduledName, EnvVars: env("ETCD_SNAPSHOT_NAME"), Destination: &o.cfg.EtcdSnapshots.Name},
+			&cli.BoolFlag{Name: "etcd-snapshot-compress", Usage: "compress the etcd snapshots (zip)", EnvVars: env("ETCD_SNAPSHOT_COMPRESS"), Destination: &o.cfg.EtcdSnapshots.Compress},
+			&cli.BoolFlag{Name: "etcd-disable-snapshots", Aliases: []string{"disable-snapshots"}, Usage: "take no scheduled etcd snapshots", EnvVars: env("ETCD_DISABLE_SNAPSHOTS"), Destination: &o.cfg.DisableSnapshots},
+			&cli.BoolFlag{Name: "cluster-reset", Usage: "make the embedded etcd member a cluster of itself alone, keeping its data (or restoring --cluster-reset-restore-path), then exit", EnvVars: env("CLUSTER_RESET"), Destination: &o.cfg.ClusterReset},
+			&cli.StringFlag{Name: "cluster-reset-restore-path", Usage: "with --cluster-reset: the etcd snapshot file to restore", EnvVars: env("CLUSTER_RESET_RESTORE_PATH"), Destination: &o.cfg.ClusterResetRestorePath},
 			&cli.BoolFlag{Name: "cluster-init", Usage: "start the embedded etcd as the first member of a cluster other servers join with --server", EnvVars: env("CLUSTER_INIT"), Destination: &o.cfg.ClusterInit},
 			&cli.StringFlag{Name: "server", Aliases: []string{"s"}, Usage: "join the cluster of the server at this URL, https://HOST:6443, as another server", EnvVars: []string{"K1S_URL"}, Destination: &o.cfg.JoinServer},
 			&cli.StringFlag{Name: "token", Aliases: []string{"t"}, Usage: "server token: with --server the K10… token of <data-dir>/server/token of a server of the cluster; without, the new cluster's token (<id>.<secret>)", EnvVars: []string{"K1S_TOKEN"}, Destination: &o.cfg.Token},
 			&cli.StringFlag{Name: "token-file", Usage: "file holding the server token", EnvVars: []string{"K1S_TOKEN_FILE"}, Destination: &o.cfg.TokenFile},
+			&cli.StringFlag{Name: "agent-token", Usage: "token agents join with (<id>.<secret>), kept in <data-dir>/server/agent-token; it never lets a server join (default: agents use the server token)", EnvVars: env("AGENT_TOKEN"), Destination: &o.cfg.AgentToken},
+			&cli.StringFlag{Name: "agent-token-file", Usage: "file holding the agent token", EnvVars: env("AGENT_TOKEN_FILE"), Destination: &o.cfg.AgentTokenFile},
+			&cli.StringFlag{Name: "egress-selector-mode", Usage: "how the apiserver reaches nodes' agent API: agent (directly, else through the tunnel the agent opened) or disabled (directly only)", Value: "agent", EnvVars: env("EGRESS_SELECTOR_MODE"), Destination: &o.cfg.EgressSelectorMode},
 			&cli.Int64Flag{Name: "default-not-ready-toleration-seconds", Usage: "tolerationSeconds added to pods for node.kubernetes.io/not-ready", Value: 300, Destination: &o.cfg.DefaultNotReadyTolerationSeconds},
 			&cli.Int64Flag{Name: "default-unreachable-toleration-seconds", Usage: "tolerationSeconds added to pods for node.kubernetes.io/unreachable", Value: 300, Destination: &o.cfg.DefaultUnreachableTolerationSeconds},
 			&cli.BoolFlag{Name: "disable-agent", Usage: "run no node agent (and no containerd) in this server", EnvVars: env("DISABLE_AGENT"), Destination: &o.cfg.DisableAgent},
@@ -90,12 +105,18 @@ func newServerCommand(run func(context.Context, server.Config) error) *cli.Comma
 			&cli.StringSliceFlag{Name: "node-label", Usage: "label the node gets at registration, key=value (repeatable)", EnvVars: env("NODE_LABEL"), Destination: &o.nodeLabels},
 			&cli.StringSliceFlag{Name: "node-taint", Usage: "taint the node gets at registration, key=value:Effect (repeatable)", EnvVars: env("NODE_TAINT"), Destination: &o.nodeTaints},
 			&cli.StringFlag{Name: "pod-manifests", Usage: "static pod directory (default <data-dir>/agent/pod-manifests)", Destination: &o.cfg.PodManifests},
+			&cli.StringSliceFlag{Name: "node-external-ip", Usage: "this node's external IP addresses (repeatable); servicelb advertises them as load-balancer ingress", EnvVars: env("NODE_EXTERNAL_IP"), Destination: &o.externalIPs},
+			&cli.StringSliceFlag{Name: "node-external-dns", Usage: "this node's external DNS names (repeatable)", EnvVars: env("NODE_EXTERNAL_DNS"), Destination: &o.externalDNS},
+			&cli.IntFlag{Name: "max-pods", Usage: "pods this node takes (capacity and allocatable); k3s's --kubelet-arg=max-pods=N", Value: 110, Hidden: true, Destination: &o.cfg.MaxPods},
+			&cli.StringFlag{Name: "private-registry", Usage: "k3s's registries.yaml: mirrors, credentials and TLS of image registries for the embedded containerd (a missing file configures none)", Value: DefaultPrivateRegistry, EnvVars: env("PRIVATE_REGISTRY"), Destination: &o.cfg.PrivateRegistry},
+			&cli.StringFlag{Name: "system-default-registry", Usage: "k3s's registry for its system images: accepted, with no effect (k1s's own images are in the binary, never pulled)", EnvVars: env("SYSTEM_DEFAULT_REGISTRY"), Destination: &o.cfg.SystemDefaultRegistry},
 			&cli.StringFlag{Name: "container-runtime-endpoint", Usage: "CRI socket of an external container runtime; empty runs the embedded containerd", EnvVars: env("CONTAINER_RUNTIME_ENDPOINT"), Destination: &o.cfg.ContainerRuntimeEndpoint},
 			&cli.StringFlag{Name: "cluster-dns", Usage: "cluster DNS server address in pods' resolv.conf", Value: "10.43.0.10", EnvVars: env("CLUSTER_DNS"), Destination: &o.cfg.ClusterDNS},
 			&cli.StringFlag{Name: "resolv-conf", Usage: "host resolver file: upstream servers of the cluster DNS, resolv.conf of dnsPolicy Default pods (default /etc/resolv.conf, or systemd-resolved's server list when that names only its stub)", EnvVars: env("RESOLV_CONF"), Destination: &o.cfg.ResolvConf},
 			&cli.StringFlag{Name: "flannel-backend", Usage: "pod network between nodes: vxlan, host-gw or none", Value: "vxlan", EnvVars: env("FLANNEL_BACKEND"), Destination: &o.cfg.FlannelBackend},
 			&cli.BoolFlag{Name: "disable-kube-proxy", Usage: "run no service proxy on this node", EnvVars: env("DISABLE_KUBE_PROXY"), Destination: &o.cfg.DisableKubeProxy},
-			&cli.StringSliceFlag{Name: "disable", Usage: "packaged component not to run: servicelb, coredns (repeatable)", EnvVars: env("DISABLE"), Destination: &o.disable},
+			&cli.StringSliceFlag{Name: "disable", Usage: "packaged component not to run: servicelb, coredns, local-storage, or any packaged manifest by name (repeatable)", EnvVars: env("DISABLE"), Destination: &o.disable},
+			&cli.StringFlag{Name: "default-local-storage-path", Usage: "directory of this node's local-path volumes (default <data-dir>/storage)", EnvVars: env("DEFAULT_LOCAL_STORAGE_PATH"), Destination: &o.cfg.DefaultLocalStoragePath},
 			&cli.StringFlag{Name: "container-log-max-size", Usage: "size at which a container log is rotated", Value: "10Mi", Destination: &o.cfg.ContainerLogMaxSize},
 			&cli.IntFlag{Name: "container-log-max-files", Usage: "log files kept per container", Value: 5, Destination: &o.cfg.ContainerLogMaxFiles},
 			&cli.IntFlag{Name: "read-only-port", Usage: "unauthenticated read-only agent API port (0: off)", Value: 0, Destination: &o.cfg.ReadOnlyPort},
@@ -106,6 +127,7 @@ func newServerCommand(run func(context.Context, server.Config) error) *cli.Comma
 			&cli.DurationFlag{Name: "leader-elect-retry-period", Usage: "wait between lease acquire or renew attempts", Value: o.cm.RetryPeriod, Destination: &o.cm.RetryPeriod},
 			&cli.BoolFlag{Name: "use-service-account-credentials", Usage: "give each controller its own service account's credentials", Value: true, Destination: &o.cm.UseServiceAccountCredentials},
 			&cli.BoolFlag{Name: "disable-scheduler", Usage: "run no scheduler (the same as --controllers=-scheduler,...)", EnvVars: env("DISABLE_SCHEDULER"), Destination: &o.disableScheduler},
+			&cli.BoolFlag{Name: "disable-helm-controller", Usage: "install no HelmCharts (the same as --controllers=-helm-controller,...)", EnvVars: env("DISABLE_HELM_CONTROLLER"), Destination: &o.disableHelmController},
 			&cli.IntFlag{Name: "concurrent-replicaset-syncs", Usage: "ReplicaSets synced at once", Value: o.ctl.ReplicaSet.ConcurrentSyncs, Destination: &o.ctl.ReplicaSet.ConcurrentSyncs},
 			&cli.IntFlag{Name: "concurrent-rc-syncs", Usage: "ReplicationControllers synced at once", Value: o.ctl.Replication.ConcurrentSyncs, Destination: &o.ctl.Replication.ConcurrentSyncs},
 			&cli.IntFlag{Name: "concurrent-deployment-syncs", Usage: "Deployments synced at once", Value: o.ctl.Deployment.ConcurrentSyncs, Destination: &o.ctl.Deployment.ConcurrentSyncs},
@@ -126,9 +148,21 @@ func newServerCommand(run func(context.Context, server.Config) error) *cli.Comma
 			&cli.Float64Flag{Name: "secondary-node-eviction-rate", Usage: "nodes per second per zone tainted for eviction in a partially disrupted large zone", Value: o.secondaryEvictionRate, Destination: &o.secondaryEvictionRate},
 			&cli.IntFlag{Name: "large-cluster-size-threshold", Usage: "zone size above which a disrupted zone keeps evicting at the secondary rate", Value: int(o.ctl.NodeLifecycle.LargeClusterSizeThreshold)},
 			&cli.Float64Flag{Name: "unhealthy-zone-threshold", Usage: "share of NotReady nodes (at least 3) from which a zone counts as disrupted", Value: o.unhealthyZoneThreshold, Destination: &o.unhealthyZoneThreshold},
-		},
+			&cli.DurationFlag{Name: "horizontal-pod-autoscaler-sync-period", Usage: "period of each HorizontalPodAutoscaler's reconciliation", Value: o.ctl.HPA.SyncPeriod, Destination: &o.ctl.HPA.SyncPeriod},
+			&cli.DurationFlag{Name: "horizontal-pod-autoscaler-downscale-stabilization", Usage: "how far back the autoscaler looks for higher recommendations before scaling down", Value: o.ctl.HPA.DownscaleStabilizationWindow, Destination: &o.ctl.HPA.DownscaleStabilizationWindow},
+			&cli.Float64Flag{Name: "horizontal-pod-autoscaler-tolerance", Usage: "smallest relative difference between a metric and its target that causes scaling", Value: o.ctl.HPA.Tolerance, Destination: &o.ctl.HPA.Tolerance},
+			&cli.DurationFlag{Name: "horizontal-pod-autoscaler-cpu-initialization-period", Usage: "time after a pod starts during which its CPU samples may be skipped", Value: o.ctl.HPA.CPUInitializationPeriod, Destination: &o.ctl.HPA.CPUInitializationPeriod},
+			&cli.DurationFlag{Name: "horizontal-pod-autoscaler-initial-readiness-delay", Usage: "time after a pod starts during which a readiness change counts as its initial readiness", Value: o.ctl.HPA.InitialReadinessDelay, Destination: &o.ctl.HPA.InitialReadinessDelay},
+			&cli.IntFlag{Name: "concurrent-horizontal-pod-autoscaler-syncs", Usage: "HorizontalPodAutoscalers reconciled at once", Value: o.ctl.HPA.ConcurrentSyncs, Destination: &o.ctl.HPA.ConcurrentSyncs},
+		}, passthroughFlags(serverPassthrough())...), unsupportedFlags(serverUnsupported())...),
 		Action: func(c *cli.Context) error {
 			if err := loadConfigFile(c, o.configFile, c.IsSet("config")); err != nil {
+				return err
+			}
+			if err := checkUnsupported(c, serverUnsupported()); err != nil {
+				return err
+			}
+			if err := applyPassthrough(c, serverPassthrough()); err != nil {
 				return err
 			}
 			if c.Args().Len() > 0 {
@@ -143,10 +177,15 @@ func newServerCommand(run func(context.Context, server.Config) error) *cli.Comma
 			o.cfg.Disable = splitList(o.disable.Value())
 			o.cfg.NodeLabels = splitList(o.nodeLabels.Value())
 			o.cfg.NodeTaints = splitList(o.nodeTaints.Value())
+			o.cfg.NodeExternalIPs = splitList(o.externalIPs.Value())
+			o.cfg.NodeExternalDNS = splitList(o.externalDNS.Value())
 			o.cm.Controllers = splitList(o.controllers.Value())
 			if o.disableScheduler {
 				// The first entry naming a controller decides for it.
 				o.cm.Controllers = append([]string{"-scheduler"}, o.cm.Controllers...)
+			}
+			if o.disableHelmController {
+				o.cm.Controllers = append([]string{"-helm-controller"}, o.cm.Controllers...)
 			}
 			o.cfg.ControllerManager = &o.cm
 			o.ctl.NodeLifecycle.NodeEvictionRate = float32(o.evictionRate)
@@ -158,6 +197,9 @@ func newServerCommand(run func(context.Context, server.Config) error) *cli.Comma
 			}
 			o.ctl.NodeLifecycle.LargeClusterSizeThreshold = int32(large)
 			o.cfg.Controllers = &o.ctl
+			if o.cfg.SystemDefaultRegistry != "" {
+				klog.Background().Info("--system-default-registry has no effect: k1s's own images are carried in the binary and never pulled", "registry", o.cfg.SystemDefaultRegistry)
+			}
 			return run(klog.NewContext(c.Context, klog.Background()), o.cfg)
 		},
 	}

@@ -104,13 +104,13 @@ var (
 	nodesResource       = corev1.Resource("nodes")
 	leasesResource      = schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}
 	csiNodesResource    = schema.GroupResource{Group: "storage.k8s.io", Resource: "csinodes"}
+	pcrResource         = schema.GroupResource{Group: "certificates.k8s.io", Resource: "podcertificaterequests"}
 	unsupportedResource = map[schema.GroupResource]bool{
 		// Upstream narrows these with its graph; k1s does not index them,
 		// so nodes get no access to them rather than unchecked access.
-		{Group: "storage.k8s.io", Resource: "volumeattachments"}:           true,
-		{Group: "resource.k8s.io", Resource: "resourceclaims"}:             true,
-		{Group: "resource.k8s.io", Resource: "resourceslices"}:             true,
-		{Group: "certificates.k8s.io", Resource: "podcertificaterequests"}: true,
+		{Group: "storage.k8s.io", Resource: "volumeattachments"}: true,
+		{Group: "resource.k8s.io", Resource: "resourceclaims"}:   true,
+		{Group: "resource.k8s.io", Resource: "resourceslices"}:   true,
 	}
 )
 
@@ -173,6 +173,8 @@ func (a *Authorizer) Authorize(ctx context.Context, attrs authorizer.Attributes)
 			return a.lease(ctx, node, attrs)
 		case csiNodesResource:
 			return a.csiNode(ctx, node, attrs)
+		case pcrResource:
+			return a.podCertificateRequests(ctx, node, attrs)
 		}
 		if unsupportedResource[gr] {
 			return a.deny(ctx, node, attrs, fmt.Sprintf("node access to %s is not supported", gr))
@@ -306,6 +308,27 @@ func fieldSelectsNode(attrs authorizer.Attributes, node string) bool {
 		}
 	}
 	return false
+}
+
+// podCertificateRequests: create (NodeRestriction admits only requests for
+// the node's own pods), and list and watch with a spec.nodeName=<node> field
+// selector, which is also how the agent reads one request (adding
+// metadata.name). Upstream also allows get of a request through its graph,
+// which k1s does not index.
+func (a *Authorizer) podCertificateRequests(ctx context.Context, node string, attrs authorizer.Attributes) (authorizer.Decision, string, error) {
+	if attrs.GetSubresource() != "" {
+		return a.deny(ctx, node, attrs, "nodes may not access subresources of PodCertificateRequests")
+	}
+	switch attrs.GetVerb() {
+	case "create":
+		return authorizer.DecisionAllow, "", nil
+	case "list", "watch":
+		if fieldSelectsNode(attrs, node) {
+			return authorizer.DecisionAllow, "", nil
+		}
+		return a.deny(ctx, node, attrs, "can only list/watch podcertificaterequests with a spec.nodeName field selector")
+	}
+	return a.deny(ctx, node, attrs, fmt.Sprintf("nodes may not %s podcertificaterequests", attrs.GetVerb()))
 }
 
 // nodes: a node may read only its own Node (by name, even before it exists)

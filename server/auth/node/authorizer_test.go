@@ -247,6 +247,17 @@ func TestAuthorize(t *testing.T) {
 		{"own csinode", req(na, "get", "storage.k8s.io", "csinodes", "", "", "node-a"), allow},
 		{"other csinode", req(na, "get", "storage.k8s.io", "csinodes", "", "", "node-b"), none},
 
+		// PodCertificateRequests: create (NodeRestriction checks the
+		// content), read only through a spec.nodeName selector.
+		{"create pcr", req(na, "create", "certificates.k8s.io", "podcertificaterequests", "", "ns", ""), allow},
+		{"list own pcrs by name", withFieldSelector(req(na, "list", "certificates.k8s.io", "podcertificaterequests", "", "ns", ""), "spec.nodeName=node-a,metadata.name=req-1"), allow},
+		{"list other node's pcrs", withFieldSelector(req(na, "list", "certificates.k8s.io", "podcertificaterequests", "", "ns", ""), "spec.nodeName=node-b"), none},
+		{"list all pcrs", req(na, "list", "certificates.k8s.io", "podcertificaterequests", "", "", ""), none},
+		{"get pcr", req(na, "get", "certificates.k8s.io", "podcertificaterequests", "", "ns", "req-1"), none},
+		{"update pcr status", req(na, "update", "certificates.k8s.io", "podcertificaterequests", "status", "ns", "req-1"), none},
+		{"delete pcr", req(na, "delete", "certificates.k8s.io", "podcertificaterequests", "", "ns", "req-1"), none},
+		{"read clustertrustbundles", req(na, "list", "certificates.k8s.io", "clustertrustbundles", "", "", ""), allow},
+
 		// Not indexed in k1s: refused rather than granted wholesale.
 		{"volumeattachments refused", req(na, "get", "storage.k8s.io", "volumeattachments", "", "", "va"), none},
 		{"resourceclaims refused", req(na, "get", "resource.k8s.io", "resourceclaims", "", "ns", "c"), none},

@@ -68,6 +68,12 @@ func controllerRules() map[string][]rbacv1.PolicyRule {
 			newRule("get").groups("*").resources("*/scale").rule(),
 			eventsRule(),
 		},
+		"ephemeral-volume-controller": {
+			newRule("get", "list", "watch").groups(legacyGroup).resources("pods").rule(),
+			newRule("update").groups(legacyGroup).resources("pods/finalizers").rule(),
+			newRule("get", "list", "watch", "create").groups(legacyGroup).resources("persistentvolumeclaims").rule(),
+			eventsRule(),
+		},
 		"endpoint-controller": {
 			newRule("get", "list", "watch").groups(legacyGroup).resources("services", "pods").rule(),
 			newRule("get", "list", "create", "update", "delete", "watch").groups(legacyGroup).resources("endpoints").rule(),
@@ -84,6 +90,17 @@ func controllerRules() map[string][]rbacv1.PolicyRule {
 		"generic-garbage-collector": {
 			// It deletes and patches owner references of anything.
 			newRule("get", "list", "watch", "patch", "update", "delete").groups("*").resources("*").rule(),
+			eventsRule(),
+		},
+		"horizontal-pod-autoscaler": {
+			newRule("get", "list", "watch").groups(autoscalingGroup).resources("horizontalpodautoscalers").rule(),
+			newRule("update").groups(autoscalingGroup).resources("horizontalpodautoscalers/status").rule(),
+			newRule("get", "update").groups("*").resources("*/scale").rule(),
+			newRule("list", "watch").groups(legacyGroup).resources("pods").rule(),
+			// The resource, custom and external metrics APIs, when served.
+			newRule("list", "watch").groups("metrics.k8s.io").resources("pods").rule(),
+			newRule("get", "list", "watch").groups("custom.metrics.k8s.io").resources("*").rule(),
+			newRule("get", "list", "watch").groups("external.metrics.k8s.io").resources("*").rule(),
 			eventsRule(),
 		},
 		"job-controller": {
@@ -107,10 +124,29 @@ func controllerRules() map[string][]rbacv1.PolicyRule {
 			newRule("get", "list", "watch").groups(coordinationGroup).resources("leases").rule(),
 			eventsRule(),
 		},
+		"persistent-volume-binder": {
+			newRule("get", "list", "watch", "update", "create", "delete").groups(legacyGroup).resources("persistentvolumes").rule(),
+			newRule("update").groups(legacyGroup).resources("persistentvolumes/status").rule(),
+			newRule("get", "list", "watch", "update").groups(legacyGroup).resources("persistentvolumeclaims").rule(),
+			newRule("update").groups(legacyGroup).resources("persistentvolumeclaims/status").rule(),
+			newRule("list", "watch", "get", "create", "delete").groups(legacyGroup).resources("pods").rule(),
+			newRule("get", "list", "watch").groups(storageGroup).resources("storageclasses").rule(),
+			newRule("get", "list").groups(legacyGroup).resources("nodes").rule(),
+			eventsRule(),
+		},
 		"pod-garbage-collector": {
 			newRule("list", "watch", "delete").groups(legacyGroup).resources("pods").rule(),
 			newRule("get", "list", "watch").groups(legacyGroup).resources("nodes").rule(),
 			newRule("patch").groups(legacyGroup).resources("pods/status").rule(),
+		},
+		"pv-protection-controller": {
+			newRule("get", "list", "watch", "update").groups(legacyGroup).resources("persistentvolumes").rule(),
+			eventsRule(),
+		},
+		"pvc-protection-controller": {
+			newRule("get", "list", "watch", "update").groups(legacyGroup).resources("persistentvolumeclaims").rule(),
+			newRule("list", "watch", "get").groups(legacyGroup).resources("pods").rule(),
+			eventsRule(),
 		},
 		"replicaset-controller": {
 			newRule("get", "list", "watch", "update").groups(appsGroup, extensionsGroup).resources("replicasets").rule(),

@@ -242,6 +242,18 @@ func ClusterRoles() []rbacv1.ClusterRole {
 			newRule("watch").groups(legacyGroup).resources("events").rule(),
 			eventsRule(),
 		),
+		// k1s: every node runs the local-path provisioner (agent/localpath)
+		// with its own identity, as k3s runs its provisioner with a
+		// cluster-wide service account: it watches every claim, creates
+		// and deletes volumes, and records a grown claim's size. A node
+		// may thereby create any PersistentVolume.
+		clusterRole(LocalPathProvisionerRoleName,
+			newRule("get", "list", "watch", "create", "delete", "update").groups(legacyGroup).resources("persistentvolumes").rule(),
+			newRule("get", "list", "watch").groups(legacyGroup).resources("persistentvolumeclaims").rule(),
+			newRule("update", "patch").groups(legacyGroup).resources("persistentvolumeclaims/status").rule(),
+			newRule("get", "list", "watch").groups(storageGroup).resources("storageclasses").rule(),
+			eventsRule(),
+		),
 		clusterRole("system:certificates.k8s.io:certificatesigningrequests:nodeclient",
 			newRule("create").groups(certificatesGroup).resources("certificatesigningrequests/nodeclient").rule(),
 		),
@@ -368,8 +380,16 @@ func ClusterRoleBindings() []rbacv1.ClusterRoleBinding {
 		// Every node runs k1s's service proxy and DNS with its own identity.
 		namedBinding("k1s:node-proxier", "system:node-proxier", groupSubjects(user.NodesGroup)...),
 		clusterBinding("k1s:node-tunnel", groupSubjects(user.NodesGroup)...),
+		// The helm controller installs charts, which may hold any object
+		// (k3s binds its helm Jobs' account to cluster-admin too).
+		namedBinding("k1s:helm-controller", "cluster-admin", saSubject("kube-system", "helm-controller")),
+		clusterBinding(LocalPathProvisionerRoleName, groupSubjects(user.NodesGroup)...),
 	}
 }
+
+// LocalPathProvisionerRoleName is the ClusterRole (and binding, to every
+// node) of the nodes' built-in local-path provisioner.
+const LocalPathProvisionerRoleName = "k1s:local-path-provisioner"
 
 // BootstrappersGroup holds every bootstrap token's identity.
 const BootstrappersGroup = "system:bootstrappers"

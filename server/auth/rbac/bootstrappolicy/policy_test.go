@@ -57,7 +57,8 @@ func TestPolicyContainsRequiredObjects(t *testing.T) {
 		"service-account-controller", "root-ca-cert-publisher", "pod-garbage-collector",
 		"disruption-controller", "resourcequota-controller", "clusterrole-aggregation-controller",
 		"ttl-after-finished-controller", "service-lb-controller", "endpointslicemirroring-controller",
-		"certificate-controller",
+		"certificate-controller", "horizontal-pod-autoscaler",
+		"persistent-volume-binder", "pv-protection-controller", "pvc-protection-controller", "ephemeral-volume-controller",
 	}
 	if got := bootstrappolicy.ControllerNames(); len(got) != len(controllers) {
 		t.Errorf("ControllerNames() = %v, want the %d controllers k1s runs", got, len(controllers))
@@ -92,6 +93,7 @@ func TestPolicyContainsRequiredObjects(t *testing.T) {
 		"system:node-proxier":            {"User/system:kube-proxy"},
 		"system:monitoring":              {"Group/system:monitoring"},
 		"system:node":                    nil,
+		"k1s:local-path-provisioner":     {"Group/system:nodes"},
 	}
 	for name, want := range wantSubjects {
 		var got []string

@@ -9,6 +9,7 @@ import (
 	"context"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
@@ -56,18 +57,46 @@ func mergeConditions(decisionsFrom, othersFrom []certificatesv1.CertificateSigni
 }
 
 // PrepareForStatusUpdate keeps the old Approved/Denied conditions: only the
-// approval subresource decides.
+// approval subresource decides. Conditions get their timestamps.
 func PrepareForStatusUpdate(_ context.Context, obj, old runtime.Object) {
 	csr, oldCSR := obj.(*certificatesv1.CertificateSigningRequest), old.(*certificatesv1.CertificateSigningRequest)
+	csr.Spec = oldCSR.Spec
 	csr.Status.Conditions = mergeConditions(oldCSR.Status.Conditions, csr.Status.Conditions)
+	stampConditions(csr, oldCSR, metav1.Now())
 }
 
-// PrepareForApproval keeps everything but the decision conditions.
+// PrepareForApproval takes the conditions (any type, as upstream's
+// approval strategy) and the metadata of the update, and the rest of the
+// old object. Conditions get their timestamps.
 func PrepareForApproval(_ context.Context, obj, old runtime.Object) {
 	csr, oldCSR := obj.(*certificatesv1.CertificateSigningRequest), old.(*certificatesv1.CertificateSigningRequest)
-	conditions := mergeConditions(csr.Status.Conditions, oldCSR.Status.Conditions)
-	*csr = *oldCSR.DeepCopy()
+	conditions := csr.Status.Conditions
+	csr.Spec = *oldCSR.Spec.DeepCopy()
+	csr.Status = *oldCSR.Status.DeepCopy()
 	csr.Status.Conditions = conditions
+	stampConditions(csr, oldCSR, metav1.Now())
+}
+
+// stampConditions sets a condition's missing lastUpdateTime to now and
+// its missing lastTransitionTime to the old one of the same type and
+// status, or now.
+func stampConditions(csr, old *certificatesv1.CertificateSigningRequest, now metav1.Time) {
+	for i := range csr.Status.Conditions {
+		c := &csr.Status.Conditions[i]
+		if c.LastUpdateTime.IsZero() {
+			c.LastUpdateTime = now
+		}
+		if !c.LastTransitionTime.IsZero() {
+			continue
+		}
+		c.LastTransitionTime = now
+		for _, o := range old.Status.Conditions {
+			if o.Type == c.Type && o.Status == c.Status && !o.LastTransitionTime.IsZero() {
+				c.LastTransitionTime = o.LastTransitionTime
+				break
+			}
+		}
+	}
 }
 
 // ValidateApproval checks an approval update.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -286,7 +287,16 @@ func TestServices(t *testing.T) {
 	})
 
 	t.Run("headless service lists the ready pods, SRV included", func(t *testing.T) {
-		out, _ := s.Kubectl(ctx, "exec", "client", "--", "nslookup", "web-headless.default.svc.cluster.local")
+		// The answer follows the headless Service's EndpointSlice, which
+		// its controller writes shortly after the pods are ready.
+		var out string
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+			out, _ = s.Kubectl(ctx, "exec", "client", "--", "nslookup", "web-headless.default.svc.cluster.local")
+			missing := slices.ContainsFunc(webPods, func(p corev1.Pod) bool { return !strings.Contains(out, p.Status.PodIP) })
+			if !missing || time.Now().After(deadline) {
+				break
+			}
+		}
 		for _, p := range webPods {
 			if !strings.Contains(out, p.Status.PodIP) {
 				t.Errorf("headless A records lack %s:\n%s", p.Status.PodIP, out)

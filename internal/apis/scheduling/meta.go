@@ -1,42 +1,19 @@
 package scheduling
 
 import (
-	"strings"
-
-	corev1 "k8s.io/api/core/v1"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/k1s/k1s/internal/apis/objectmeta"
 )
 
-var metadataPath = field.NewPath("metadata")
-
-// validateObjectMeta runs apimachinery's object metadata checks and then the
-// Kubernetes rule that a finalizer without a domain prefix must be one of the
-// standard finalizers.
+// validateObjectMeta is objectmeta.Validate.
 func validateObjectMeta(meta *metav1.ObjectMeta, namespaced bool, nameFn apimachineryvalidation.ValidateNameFunc) field.ErrorList {
-	errs := apimachineryvalidation.ValidateObjectMeta(meta, namespaced, nameFn, metadataPath)
-	return append(errs, validateFinalizerNames(meta.Finalizers)...)
+	return objectmeta.Validate(meta, namespaced, nameFn)
 }
 
-// validateObjectMetaUpdate is the update counterpart of validateObjectMeta.
+// validateObjectMetaUpdate is objectmeta.ValidateUpdate.
 func validateObjectMetaUpdate(newMeta, oldMeta *metav1.ObjectMeta) field.ErrorList {
-	errs := apimachineryvalidation.ValidateObjectMetaUpdate(newMeta, oldMeta, metadataPath)
-	return append(errs, validateFinalizerNames(newMeta.Finalizers)...)
-}
-
-func validateFinalizerNames(finalizers []string) field.ErrorList {
-	var errs field.ErrorList
-	for i, name := range finalizers {
-		if strings.Contains(name, "/") {
-			continue
-		}
-		switch name {
-		case string(corev1.FinalizerKubernetes), metav1.FinalizerOrphanDependents, metav1.FinalizerDeleteDependents:
-		default:
-			errs = append(errs, field.Invalid(metadataPath.Child("finalizers").Index(i), name,
-				"name is neither a standard finalizer name nor is it fully qualified"))
-		}
-	}
-	return errs
+	return objectmeta.ValidateUpdate(newMeta, oldMeta)
 }

@@ -18,12 +18,17 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	internalapi "k8s.io/cri-api/pkg/apis"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/k1s/k1s/agent/admission"
+	"github.com/k1s/k1s/agent/checkpoint"
+	"github.com/k1s/k1s/agent/cm"
+	"github.com/k1s/k1s/agent/eviction"
 	"github.com/k1s/k1s/agent/kuberuntime"
 	"github.com/k1s/k1s/agent/nodestatus"
 	"github.com/k1s/k1s/agent/pleg"
@@ -81,6 +86,13 @@ type Deps struct {
 	// to it) until it is closed; static pods run meanwhile, as kubelet's
 	// do without an apiserver. nil: the apiserver is there now.
 	APIReady <-chan struct{}
+	// Checkpoint, when set, keeps the pods bound to the node and its own
+	// Node on disk and stands in for the apiserver while it cannot be
+	// reached (agent/checkpoint). nil: none.
+	Checkpoint *checkpoint.Store
+	// Summary gives the eviction manager the node's stats; nil: the
+	// signals are read directly (eviction.NodeSummary).
+	Summary eviction.SummaryProvider
 }
 
 // Agent runs the pods of one node.
@@ -95,6 +107,10 @@ type Agent struct {
 	pods     *pods.Manager
 	pleg     *pleg.PLEG
 	prober   *prober.Manager
+	cm       cm.Manager
+	// pressure is the eviction manager and the image and container
+	// garbage collectors (pressure.go).
+	pressure *pressure
 	workers  *podWorkers
 
 	ready chan struct{}
@@ -108,6 +124,13 @@ type Agent struct {
 
 	mu      sync.Mutex
 	podCIDR string
+
+	// admitMu serializes pod admission; admitted and rejected hold the
+	// verdicts given (admission.go).
+	admitMu       sync.Mutex
+	admitted      map[types.UID]bool
+	rejected      map[types.UID]bool
+	admitHandlers []admission.Handler
 }
 
 // New validates cfg and builds the agent's managers. It starts nothing.
@@ -140,6 +163,8 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 		ClusterDomain:  cfg.ClusterDomain,
 		ResolvConf:     cfg.ResolvConf,
 		MemoryCapacity: nodestatus.MemoryBytes(),
+		// Container GC enforces a limit other than one dead instance.
+		KeepAllDeadInstances: cfg.NodeFlags.gcEnabled() && cfg.NodeFlags.MaximumDeadContainersPerContainer != 1,
 	}, deps.Runtime, deps.Images, deps.Volumes, deps.Env, a.recorder, deps.Clock)
 	if err != nil {
 		return nil, err
@@ -148,6 +173,13 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 		a.runtime.UseRuntimeClasses(deps.RuntimeClasses)
 	}
 	a.runtime.UseNodeAllocatable(a.NodeAllocatable)
+	if a.cm, err = newContainerManager(cfg); err != nil {
+		return nil, err
+	}
+	a.runtime.UseCgroupParent(a.cm.CgroupParent)
+	if err := a.newPressure(); err != nil {
+		return nil, err
+	}
 	a.node, err = nodestatus.New(nodestatus.Config{
 		NodeName:       cfg.NodeName,
 		NodeIPs:        cfg.NodeIPs,
@@ -160,6 +192,9 @@ func New(cfg Config, deps Deps) (*Agent, error) {
 		ExternalDNS:    cfg.NodeExternalDNS,
 		DataDir:        cfg.DataDir,
 		KubeletVersion: cfg.KubeletVersion,
+		Allocatable:    a.cm.Allocatable,
+		EdgeAutonomy:   cfg.NodeFlags.EdgeAutonomy,
+		Pressure:       a.pressure.manager,
 	}, deps.Client, &health{a: a}, deps.Clock)
 	if err != nil {
 		return nil, err
@@ -177,6 +212,11 @@ func (a *Agent) NodeAllocatable() corev1.ResourceList {
 	if node, ok := a.nodeWatch.Node(); ok && len(node.Status.Allocatable) > 0 {
 		return node.Status.Allocatable.DeepCopy()
 	}
+	if a.deps.Checkpoint != nil {
+		if node, ok := a.deps.Checkpoint.Node(a.cfg.NodeName); ok && len(node.Status.Allocatable) > 0 {
+			return node.Status.Allocatable
+		}
+	}
 	return corev1.ResourceList{
 		corev1.ResourceCPU:    *resource.NewQuantity(int64(goruntime.NumCPU()), resource.DecimalSI),
 		corev1.ResourceMemory: *resource.NewQuantity(nodestatus.MemoryBytes(), resource.BinarySI),
@@ -188,6 +228,22 @@ func (a *Agent) Ready() <-chan struct{} { return a.node.Ready() }
 
 // Pods returns the pods this agent runs (for its API server).
 func (a *Agent) Pods() []*corev1.Pod { return a.pods.Pods() }
+
+// LocalPod returns the address and readiness the agent last computed for
+// one of its pods (ok false for a pod it has no status of): the
+// checkpoint's EndpointSlices follow them while the apiserver is away.
+func (a *Agent) LocalPod(uid types.UID) (ip string, ready, ok bool) {
+	st, ok := a.statuses.GetPodStatus(uid)
+	if !ok || st.PodIP == "" || st.Phase != corev1.PodRunning {
+		return "", false, false
+	}
+	for _, c := range st.Conditions {
+		if c.Type == corev1.PodReady {
+			ready = c.Status == corev1.ConditionTrue
+		}
+	}
+	return st.PodIP, ready, true
+}
 
 // PodStatus returns the status the agent computed for a pod.
 func (a *Agent) PodStatus(uid types.UID) (corev1.PodStatus, bool) {
@@ -222,14 +278,17 @@ func (a *Agent) Run(ctx context.Context) error {
 			return fn(ctx)
 		}
 	}
+	a.networkFromCheckpoint(ctx)
 	goRun(afterAPI(a.node.Run))
 	goRun(a.statuses.Run)
 	goRun(a.pleg.Run)
+	goRun(a.runContainerManager)
+	goRun(a.runPressure)
 	goRun(afterAPI(a.watchNode))
 
 	apiSynced, fileSynced := make(chan struct{}), make(chan struct{})
 	goRun(afterAPI(func(ctx context.Context) error {
-		pods.RunAPISource(ctx, a.deps.Client, a.cfg.NodeName, a.pods, apiSynced)
+		pods.RunAPISource(ctx, a.deps.Client, a.cfg.NodeName, a.pods, apiSynced, a.checkpointPods(ctx))
 		return nil
 	}))
 	goRun(func(ctx context.Context) error {
@@ -262,10 +321,55 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 	}
 	a.workers = newPodWorkers(ctx, a.syncPod)
+	close(a.pressure.workersReady)
 	a.syncLoop(ctx)
 	a.workers.Wait()
 	wg.Wait()
 	return nil
+}
+
+// checkpointPods wraps the API pod source's lister-watcher with the
+// checkpoint: the pods bound to the node are kept, and stand in for the
+// apiserver's list while it cannot be reached — a node starting cut off
+// runs them. Each change of the kept pods prunes the ConfigMaps, Secrets
+// and tokens no pod references any more. nil without a checkpoint.
+func (a *Agent) checkpointPods(ctx context.Context) func(cache.ListerWatcher) cache.ListerWatcher {
+	cp := a.deps.Checkpoint
+	if cp == nil {
+		return nil
+	}
+	logger := klog.FromContext(ctx)
+	return func(lw cache.ListerWatcher) cache.ListerWatcher {
+		wrapped, err := cp.ListWatch(checkpoint.Pods, lw, func() {
+			if err := cp.PruneUnreferenced(); err != nil {
+				logger.Error(err, "Cannot prune the checkpoint")
+			}
+		})
+		if err != nil {
+			logger.Error(err, "Pods not checkpointed")
+			return lw
+		}
+		return wrapped
+	}
+}
+
+// networkFromCheckpoint configures the pod network from the pod CIDR of
+// the Node kept in the checkpoint, so that a node starting while the
+// apiserver is away can run pods (its watch of the Node configures it
+// again once the Node is read, and reports the node Ready).
+func (a *Agent) networkFromCheckpoint(ctx context.Context) {
+	if a.deps.Checkpoint == nil || a.deps.Network == nil {
+		return
+	}
+	node, ok := a.deps.Checkpoint.Node(a.cfg.NodeName)
+	if !ok || node.Spec.PodCIDR == "" {
+		return
+	}
+	if err := a.deps.Network.SetPodCIDR(node.Spec.PodCIDR); err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot configure the pod network from the checkpoint", "podCIDR", node.Spec.PodCIDR)
+		return
+	}
+	klog.FromContext(ctx).V(2).Info("Pod network configured from the checkpoint", "podCIDR", node.Spec.PodCIDR)
 }
 
 // syncLoop dispatches pod changes, runtime events and housekeeping.
@@ -325,11 +429,21 @@ func (a *Agent) syncPod(ctx context.Context, pod *corev1.Pod) (time.Duration, bo
 		return 0, false
 	}
 
+	if r, ok := a.takeEviction(pod.UID); ok {
+		return a.evict(ctx, pod, rs, r)
+	}
+	if r := a.admit(pod, rs); !r.Admit {
+		return a.failPod(ctx, pod, rs, r.Reason, "Pod was rejected: "+r.Message)
+	}
+
 	remaining, limited := a.activeDeadline(pod)
 	if limited && remaining <= 0 {
 		return a.failPod(ctx, pod, rs, reasonDeadlineExceeded, "Pod was active on the node longer than the specified deadline")
 	}
 
+	if err := a.ensurePodCgroup(ctx, pod); err != nil {
+		return 2 * time.Second, false
+	}
 	var waiting map[string]kuberuntime.Waiting
 	volumes, err := a.setUpVolumes(ctx, pod)
 	if err != nil {
@@ -344,6 +458,7 @@ func (a *Agent) syncPod(ctx context.Context, pod *corev1.Pod) (time.Duration, bo
 			LivenessFailed: a.prober.LivenessFailed(uid, runningIDs(rs)),
 			Started:        func(name, id string) (bool, bool) { return a.prober.Started(uid, name, id) },
 		})
+		a.cm.PodSynced(ctx, pod)
 		waiting = res.Waiting
 		if res.Err != nil {
 			logger.V(2).Info("Pod sync incomplete", "err", res.Err)
@@ -487,6 +602,9 @@ func (a *Agent) terminatePod(ctx context.Context, pod *corev1.Pod, removed bool)
 		}
 	}
 	a.prober.RemovePod(pod.UID)
+	if removed {
+		a.forgetAdmission(pod.UID)
+	}
 	if removed || pods.IsStatic(pod) {
 		a.statuses.Forget(pod.UID)
 	} else {
@@ -543,10 +661,22 @@ func (a *Agent) housekeeping(ctx context.Context) {
 		}
 		a.workers.Update(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: uid, Name: rp.Name, Namespace: rp.Namespace}})
 	}
+	a.cleanupCgroups(ctx, active, a.pleg.Pods())
 	if a.deps.Volumes != nil {
+		// An evicted pod's volumes go once nothing of it runs, so its
+		// emptyDirs free their disk (evictedNotRunning, pressure.go).
 		running := sets.New[types.UID]()
-		for uid := range a.pleg.Pods() {
+		for uid, rp := range a.pleg.Pods() {
+			if a.evictedNotRunning(uid, rp) {
+				active.Delete(uid)
+				continue
+			}
 			running.Insert(uid)
+		}
+		for _, p := range a.pods.Pods() {
+			if a.evictedNotRunning(p.UID, nil) && a.pleg.Pods()[p.UID] == nil {
+				active.Delete(p.UID)
+			}
 		}
 		if err := a.deps.Volumes.CleanupOrphans(ctx, active.Union(running)); err != nil {
 			logger.V(2).Info("Failed to clean orphaned volumes", "err", err)
@@ -595,6 +725,12 @@ func (a *Agent) watchNode(ctx context.Context) error {
 
 	for {
 		retry := 10 * time.Second
+		if node, ok := a.nodeWatch.Node(); ok && a.deps.Checkpoint != nil {
+			// Written only when what is kept changed (not on heartbeats).
+			if _, err := a.deps.Checkpoint.Put(checkpoint.Nodes, "", node.Name, checkpoint.Trim(node)); err != nil {
+				logger.Error(err, "Cannot keep the node in the checkpoint")
+			}
+		}
 		if node, ok := a.nodeWatch.Node(); ok && node.Spec.PodCIDR != "" && a.deps.Network != nil {
 			a.mu.Lock()
 			changed := node.Spec.PodCIDR != a.podCIDR

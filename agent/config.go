@@ -12,6 +12,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/k1s/k1s/agent/lowwrite"
 )
 
 // Config configures the agent. Every field documents its default.
@@ -54,6 +56,9 @@ type Config struct {
 	// CNIConfDir is where the pod network configuration is written.
 	// Default <data-dir>/agent/etc/cni/net.d.
 	CNIConfDir string
+	// NodeFlags are the resource flags (cgroups, reservations, eviction
+	// thresholds). The zero value creates no cgroups and reserves nothing.
+	NodeFlags NodeFlags
 }
 
 // SetDefaults fills unset fields.
@@ -101,6 +106,17 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxPods < 1 {
 		errs = append(errs, fmt.Errorf("--max-pods: %d must be positive", c.MaxPods))
+	}
+	if _, err := c.NodeFlags.ContainerManager(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.NodeFlags.validateEviction(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.NodeFlags.LowWrite {
+		if _, err := lowwrite.ParseLogSize(c.NodeFlags.LowWriteLogSize); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
 }

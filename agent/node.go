@@ -12,18 +12,23 @@ import (
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/component-base/metrics"
 	criclient "k8s.io/cri-client/pkg"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"github.com/k1s/k1s/agent/checkpoint"
 	"github.com/k1s/k1s/agent/dns"
 	"github.com/k1s/k1s/agent/kuberuntime"
 	"github.com/k1s/k1s/agent/localpath"
@@ -72,6 +77,16 @@ type NodeConfig struct {
 	// before any pod (PodsAfter), stopped last. nil: an external runtime at
 	// Agent.RuntimeEndpoint (--container-runtime-endpoint).
 	Containerd *containerd.Config
+	// CheckpointMaxBytes bounds the node's checkpoint
+	// (<data-dir>/agent/checkpoint, agent/checkpoint): the pods bound to
+	// it, the ConfigMaps, Secrets and tokens they use, every Service and
+	// EndpointSlice and its own Node, from which it runs while the
+	// apiservers cannot be reached. Default 64 MiB.
+	CheckpointMaxBytes int64
+	// APIUnreachableAtStart says the apiservers did not answer as the
+	// node started (k1s agent read its kept cluster info): the checkpoint
+	// answers the first lists after a short wait. Default false.
+	APIUnreachableAtStart bool
 }
 
 // Node is a running node: a supervised component.
@@ -138,6 +153,9 @@ func (n *Node) Ready() <-chan struct{} { return n.ready }
 // (when the node has one), then the agent, its API, the proxy and the
 // DNS, which stop before containerd does.
 func (n *Node) Run(ctx context.Context) error {
+	if err := n.ensureLowWriteLogs(ctx); err != nil {
+		return err
+	}
 	if n.runtime == nil {
 		return n.run(ctx, n.cfg.PodsAfter)
 	}
@@ -205,8 +223,28 @@ func (n *Node) run(ctx context.Context, podsAfter <-chan struct{}) error {
 	if err != nil {
 		return fmt.Errorf("service proxy client: %w", err)
 	}
+	cp, err := checkpoint.New(checkpoint.Config{Dir: filepath.Join(n.cfg.Agent.AgentDir(), "checkpoint"), MaxBytes: n.cfg.CheckpointMaxBytes})
+	if err != nil {
+		return err
+	}
+	if n.cfg.APIUnreachableAtStart {
+		cp.MarkUnreachable()
+	}
 	factory := informers.NewSharedInformerFactory(proxyClient, 10*time.Minute)
-	env := &envSource{client: client, services: factory.Core().V1().Services().Lister()}
+	// The Services and EndpointSlices are kept in the checkpoint, which
+	// answers their lists while the apiservers are away: the proxy, the
+	// DNS and service variables keep the last state, after a restart too.
+	if err := checkpointInformer(factory, cp, checkpoint.Services, &corev1.Service{}, func(c kubernetes.Interface) cache.ListerWatcher {
+		return cache.NewListWatchFromClient(c.CoreV1().RESTClient(), "services", metav1.NamespaceAll, fields.Everything())
+	}); err != nil {
+		return err
+	}
+	if err := checkpointInformer(factory, cp, checkpoint.EndpointSlices, &discoveryv1.EndpointSlice{}, func(c kubernetes.Interface) cache.ListerWatcher {
+		return cache.NewListWatchFromClient(c.DiscoveryV1().RESTClient(), "endpointslices", metav1.NamespaceAll, fields.Everything())
+	}); err != nil {
+		return err
+	}
+	env := &envSource{client: client, services: factory.Core().V1().Services().Lister(), checkpoint: cp}
 	// ClusterTrustBundles for projected volumes, read with the node's
 	// identity (system:node may list and watch them all).
 	nodeFactory := informers.NewSharedInformerFactory(client, 10*time.Minute)
@@ -287,6 +325,12 @@ func (n *Node) run(ctx context.Context, podsAfter <-chan struct{}) error {
 	// The downward API's default limits are the node's allocatable, which
 	// the agent (made below, with the volumes) knows.
 	var self *Agent
+	allPods := func() []*corev1.Pod {
+		if self == nil {
+			return nil
+		}
+		return self.Pods()
+	}
 	allocatable := func() corev1.ResourceList {
 		if self == nil {
 			return nil
@@ -299,7 +343,7 @@ func (n *Node) run(ctx context.Context, podsAfter <-chan struct{}) error {
 	}, volume.Deps{
 		Objects:      env,
 		Claims:       env,
-		RequestToken: tokenRequester(client),
+		RequestToken: volume.TokenRequester(cp.Tokens(checkpoint.TokenFunc(tokenRequester(client)))),
 
 		TrustBundles:    volume.InformerTrustBundles(trustBundles),
 		PodCertificates: volume.ClientPodCertificates(client, n.cfg.Agent.NodeName),
@@ -308,16 +352,25 @@ func (n *Node) run(ctx context.Context, podsAfter <-chan struct{}) error {
 	if err != nil {
 		return err
 	}
+	nst, err := n.newNodeStats(runtime, images, allPods, env)
+	if err != nil {
+		return err
+	}
+	if nst.run != nil {
+		runners = append(runners, namedRunner{"stats", nst.run})
+	}
 	agent, err := New(n.cfg.Agent, Deps{
-		Client:    client,
-		Runtime:   runtime,
-		Images:    images,
-		Volumes:   vols,
-		Network:   &cniNetwork{dir: n.cfg.Agent.CNIConfDir, ipamDir: filepath.Join(n.cfg.Agent.AgentDir(), "cni", "networks"), clusterCIDR: n.cfg.ClusterCIDR, mtu: podMTU},
-		Env:       env,
-		Clock:     clock.RealClock{},
-		PodsAfter: podsAfter,
-		APIReady:  apiSynced,
+		Client:     client,
+		Runtime:    runtime,
+		Images:     images,
+		Volumes:    vols,
+		Network:    &cniNetwork{dir: n.cfg.Agent.CNIConfDir, ipamDir: filepath.Join(n.cfg.Agent.AgentDir(), "cni", "networks"), clusterCIDR: n.cfg.ClusterCIDR, mtu: podMTU},
+		Env:        env,
+		Clock:      clock.RealClock{},
+		PodsAfter:  podsAfter,
+		APIReady:   apiSynced,
+		Checkpoint: cp,
+		Summary:    nst.summaryProvider(),
 
 		RuntimeClasses: runtimeHandlers(client),
 	})
@@ -325,6 +378,7 @@ func (n *Node) run(ctx context.Context, podsAfter <-chan struct{}) error {
 		return err
 	}
 	self = agent
+	cp.SetLocalPods(agent.LocalPod)
 	api, err := agentserver.New(n.cfg.Server, agentserver.Deps{
 		Pods:       agentserver.PodsFunc(agent.Pods),
 		Runtime:    runtime,
@@ -333,6 +387,11 @@ func (n *Node) run(ctx context.Context, podsAfter <-chan struct{}) error {
 			return agent.pleg.Healthy()
 		})},
 		Metrics: metrics.HandlerFor(registry, metrics.HandlerOpts{}),
+
+		Stats:           nst.api.Stats,
+		MetricsResource: nst.api.MetricsResource,
+		MetricsCadvisor: nst.api.MetricsCadvisor,
+		MetricsProbes:   nst.api.MetricsProbes,
 	})
 	if err != nil {
 		return err
@@ -385,19 +444,49 @@ func runtimeHandlers(client kubernetes.Interface) kuberuntime.RuntimeHandlerFunc
 	}
 }
 
+// checkpointInformer registers in factory the informer of obj's type on
+// newLW's lister-watcher wrapped by the checkpoint (kind).
+func checkpointInformer(factory informers.SharedInformerFactory, cp *checkpoint.Store, kind string, obj k8sruntime.Object, newLW func(kubernetes.Interface) cache.ListerWatcher) error {
+	var werr error
+	factory.InformerFor(obj, func(c kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+		lw, err := cp.ListWatch(kind, newLW(c), nil)
+		if err != nil {
+			werr = err
+			lw = newLW(c)
+		}
+		return cache.NewSharedIndexInformer(lw, obj, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	})
+	return werr
+}
+
 // envSource reads configmaps, secrets, claims and volumes (the node may
-// get those its pods use) and lists services from an informer.
+// get those its pods use) and lists services from an informer. The
+// ConfigMaps and Secrets read are kept in the checkpoint, whose copy
+// stands in while the apiservers cannot be reached.
 type envSource struct {
-	client   kubernetes.Interface
-	services corelisters.ServiceLister
+	client     kubernetes.Interface
+	services   corelisters.ServiceLister
+	checkpoint *checkpoint.Store
 }
 
 func (e *envSource) GetConfigMap(ctx context.Context, ns, name string) (*corev1.ConfigMap, error) {
-	return e.client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	get := func() (*corev1.ConfigMap, error) {
+		return e.client.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	}
+	if e.checkpoint == nil {
+		return get()
+	}
+	return checkpoint.Fetch(ctx, e.checkpoint, checkpoint.ConfigMaps, ns, name, get)
 }
 
 func (e *envSource) GetSecret(ctx context.Context, ns, name string) (*corev1.Secret, error) {
-	return e.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	get := func() (*corev1.Secret, error) {
+		return e.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+	}
+	if e.checkpoint == nil {
+		return get()
+	}
+	return checkpoint.Fetch(ctx, e.checkpoint, checkpoint.Secrets, ns, name, get)
 }
 
 func (e *envSource) GetPersistentVolumeClaim(ctx context.Context, ns, name string) (*corev1.PersistentVolumeClaim, error) {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/k1s/k1s/agent"
 	"github.com/k1s/k1s/internal/jointoken"
 	"github.com/k1s/k1s/internal/registries"
 )
@@ -53,6 +54,9 @@ type NodeOptions struct {
 	// MaxPods is the node's pod capacity and allocatable
 	// (--kubelet-arg=max-pods). Default 110.
 	MaxPods int
+	// NodeFlags are the node's resource flags (--cgroup-root,
+	// --kube-reserved, --eviction-hard, …), shared with `k1s agent`.
+	NodeFlags agent.NodeFlags
 	// SystemDefaultRegistry is k3s's registry prefix for its system
 	// images (--system-default-registry). k1s's own images are carried in
 	// the binary and imported, never pulled by name, so it changes
@@ -96,6 +100,9 @@ func (o NodeOptions) validate(embeddedRuntime bool) []error {
 	}
 	if o.MaxPods < 0 {
 		errs = append(errs, fmt.Errorf("--kubelet-arg=max-pods: %d must not be negative", o.MaxPods))
+	}
+	if _, err := o.NodeFlags.ContainerManager(); err != nil {
+		errs = append(errs, err)
 	}
 	if r := o.SystemDefaultRegistry; r != "" {
 		if u, err := url.Parse("//" + r); strings.Contains(r, "://") || err != nil || u.Host == "" || (u.Path != "" && u.Path != "/") {

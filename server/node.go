@@ -103,6 +103,7 @@ func (s *Server) nodeComponent(cluster *pki.Cluster, local string, apiReady <-ch
 			ResolvConf:      s.cfg.ResolvConf,
 			KubeletVersion:  kubeletVersion(),
 			MaxPods:         int64(s.cfg.MaxPods),
+			NodeFlags:       s.cfg.NodeFlags,
 			NodeExternalIPs: externalIPs,
 			NodeExternalDNS: s.cfg.NodeExternalDNS,
 		},

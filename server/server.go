@@ -111,8 +111,9 @@ type Config struct {
 	// Disable turns off packaged components (--disable, k3s's names):
 	// "servicelb" (load-balancer addresses from the nodes), "coredns"
 	// (the built-in cluster DNS and its kube-dns Service), "local-storage"
-	// (the local-path StorageClass and this server's node's provisioner).
-	// Default none.
+	// (the local-path StorageClass and this server's node's provisioner),
+	// "metrics-server" (the built-in metrics.k8s.io API and its scraping
+	// of the nodes). Default none.
 	Disable []string
 	// DefaultLocalStoragePath is where this server's node provisions
 	// local-path volumes (--default-local-storage-path, k3s's flag).
@@ -128,6 +129,9 @@ type Config struct {
 	// --node-external-ip, --agent-token, --egress-selector-mode,
 	// --kubelet-arg=max-pods); see server/k3soptions.go.
 	NodeOptions
+	// SecurityOptions are PodSecurity admission's configuration, Secrets
+	// encrypted at rest and the audit log; see server/security.go.
+	SecurityOptions
 	// NodeCIDRMaskSize is the prefix length of each node's pod CIDR
 	// (--node-cidr-mask-size). Default 24.
 	NodeCIDRMaskSize int
@@ -178,6 +182,7 @@ type Config struct {
 
 // SetDefaults fills unset fields.
 func (c *Config) SetDefaults() {
+	c.SecurityOptions.setDefaults()
 	if c.DataDir == "" {
 		c.DataDir = "/var/lib/k1s"
 	}
@@ -273,9 +278,12 @@ const (
 	ComponentServiceLB    = "servicelb"
 	ComponentCoreDNS      = "coredns"
 	ComponentLocalStorage = "local-storage"
+	// ComponentMetricsServer is the built-in metrics API
+	// (server/metricsapi), k3s's packaged metrics-server.
+	ComponentMetricsServer = "metrics-server"
 )
 
-var disableable = map[string]bool{ComponentServiceLB: true, ComponentCoreDNS: true, ComponentLocalStorage: true}
+var disableable = map[string]bool{ComponentServiceLB: true, ComponentCoreDNS: true, ComponentLocalStorage: true, ComponentMetricsServer: true}
 
 func sortedNames(m map[string]bool) []string {
 	out := make([]string, 0, len(m))
@@ -411,6 +419,7 @@ func (c *Config) parse() (*parsed, error) {
 		}
 	}
 	errs = append(errs, c.validateSnapshots()...)
+	errs = append(errs, c.SecurityOptions.validate()...)
 	errs = append(errs, c.NodeOptions.validate(!c.DisableAgent && c.ContainerRuntimeEndpoint == "")...)
 	return p, errors.Join(errs...)
 }
@@ -541,6 +550,10 @@ func (s *Server) Run(ctx context.Context) error {
 			KeyFile:       cluster.EtcdServer.KeyFile,
 			TrustedCAFile: cluster.EtcdCA.CertFile,
 		}
+		if s.cfg.NodeFlags.LowWrite {
+			// Batched backend commits; the WAL keeps every acknowledged write.
+			ec.BackendBatchInterval = etcd.LowWriteBackendBatchInterval
+		}
 		if cs.clustered {
 			ec.Name = cs.etcdName
 			ec.PeerIP = s.p.nodeIP
@@ -573,6 +586,10 @@ func (s *Server) Run(ctx context.Context) error {
 	if len(first) > 0 {
 		tiers = append(tiers, first)
 	}
+	encryptionConfig, err := s.cfg.encryptionConfig(ctx, s.cfg.DataDir, s.cfg.JoinServer != "")
+	if err != nil {
+		return err
+	}
 	api, err := apiserver.New(apiserver.Config{
 		BindAddress:                         s.p.bindAddress,
 		SecurePort:                          s.cfg.HTTPSPort,
@@ -593,6 +610,7 @@ func (s *Server) Run(ctx context.Context) error {
 		AgentClientCertFile:                 cluster.APIServerClient.CertFile,
 		AgentClientKeyFile:                  cluster.APIServerClient.KeyFile,
 		NoAgentTunnels:                      s.cfg.EgressSelectorMode == EgressDisabled,
+		MetricsAPI:                          !s.p.disabled[ComponentMetricsServer],
 		RequestHeaderCAFile:                 cluster.RequestHeaderCA.CertFile,
 		ProxyClientCertFile:                 cluster.AuthProxyClient.CertFile,
 		ProxyClientKeyFile:                  cluster.AuthProxyClient.KeyFile,
@@ -600,6 +618,11 @@ func (s *Server) Run(ctx context.Context) error {
 		DefaultNotReadyTolerationSeconds:    s.cfg.DefaultNotReadyTolerationSeconds,
 		DefaultUnreachableTolerationSeconds: s.cfg.DefaultUnreachableTolerationSeconds,
 		PublicHandlers:                      endpoints.handlers(),
+
+		AdmissionControlConfigFile:              s.cfg.PodSecurityAdmissionConfigFile,
+		Audit:                                   s.cfg.Audit,
+		EncryptionProviderConfigFile:            encryptionConfig,
+		EncryptionProviderConfigAutomaticReload: encryptionConfig != "",
 	})
 	if err != nil {
 		return err

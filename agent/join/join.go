@@ -12,6 +12,7 @@
 package join
 
 import (
+	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -389,29 +390,32 @@ func ClusterInfo(ctx context.Context, client kubernetes.Interface, name string) 
 }
 
 // CachedClusterInfo is ClusterInfo kept in the file cache: read from the
-// server and written there when the server answers within timeout, read
-// from the file when it does not (a node restarting while its server is
-// away runs on what it last learnt).
-func CachedClusterInfo(ctx context.Context, client kubernetes.Interface, name, cache string, timeout time.Duration) (map[string]string, error) {
+// server and written there (when it changed) when the server answers
+// within timeout, read from the file when it does not (a node restarting
+// while its server is away runs on what it last learnt); cached says
+// which.
+func CachedClusterInfo(ctx context.Context, client kubernetes.Interface, name, cache string, timeout time.Duration) (info map[string]string, cached bool, err error) {
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	info, err := ClusterInfo(rctx, client, name)
+	info, err = ClusterInfo(rctx, client, name)
 	if err == nil {
 		if b, merr := json.Marshal(info); merr == nil {
-			if werr := pki.WriteFileAtomic(cache, b, 0o600); werr != nil {
-				klog.FromContext(ctx).Error(werr, "Cannot keep the cluster info", "file", cache)
+			if old, rerr := os.ReadFile(cache); rerr != nil || !bytes.Equal(old, b) {
+				if werr := pki.WriteFileAtomic(cache, b, 0o600); werr != nil {
+					klog.FromContext(ctx).Error(werr, "Cannot keep the cluster info", "file", cache)
+				}
 			}
 		}
-		return info, nil
+		return info, false, nil
 	}
 	b, rerr := os.ReadFile(cache)
 	if rerr != nil {
-		return nil, err
+		return nil, false, err
 	}
-	var cached map[string]string
-	if jerr := json.Unmarshal(b, &cached); jerr != nil {
-		return nil, fmt.Errorf("%w; and the kept copy %s: %v", err, cache, jerr)
+	var kept map[string]string
+	if jerr := json.Unmarshal(b, &kept); jerr != nil {
+		return nil, false, fmt.Errorf("%w; and the kept copy %s: %v", err, cache, jerr)
 	}
 	klog.FromContext(ctx).Info("Server unreachable: using the cluster info kept from the last join", "err", err, "file", cache)
-	return cached, nil
+	return kept, true, nil
 }

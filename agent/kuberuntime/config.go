@@ -40,6 +40,11 @@ func (m *Manager) sandboxConfig(ctx context.Context, pod *corev1.Pod, attempt ui
 		// The node's UTS namespace: the runtime may not set a hostname.
 		cfg.Hostname = ""
 	}
+	if m.cgroupParent != nil {
+		// The pod's cgroup (agent/cm): the runtime puts the sandbox and
+		// every container of the pod under it.
+		cfg.Linux.CgroupParent = m.cgroupParent(pod)
+	}
 	// The runtime runs a privileged container only in a privileged
 	// sandbox ("no privileged container allowed in sandbox").
 	cfg.Linux.SecurityContext.Privileged = hasPrivileged(pod)
@@ -336,6 +341,11 @@ func (m *Manager) linuxContainerConfig(pod *corev1.Pod, c *corev1.Container) *ru
 func CgroupResources(c *corev1.Container) *runtimeapi.LinuxContainerResources {
 	res := &runtimeapi.LinuxContainerResources{}
 	cpuReq := c.Resources.Requests.Cpu().MilliValue()
+	if _, ok := c.Resources.Requests[corev1.ResourceCPU]; !ok {
+		// A limit without a request: the request is the limit, as the
+		// apiserver defaults it (kubelet repeats it for older pods).
+		cpuReq = c.Resources.Limits.Cpu().MilliValue()
+	}
 	shares := cpuReq * 1024 / 1000
 	if shares < 2 {
 		shares = 2

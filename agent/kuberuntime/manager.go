@@ -57,6 +57,11 @@ type Config struct {
 	MemoryCapacity int64
 	// CrashLoopBackOffInitial and Max bound the restart back-off. Default 10s and 5m.
 	CrashLoopBackOffInitial, CrashLoopBackOffMax time.Duration
+	// KeepAllDeadInstances leaves a restarted container's older dead
+	// instances to container GC (--maximum-dead-containers-per-container
+	// other than 1). Default false: the newest dead one is kept (for
+	// logs --previous), older ones are removed at the restart.
+	KeepAllDeadInstances bool
 }
 
 func (c *Config) setDefaults() {
@@ -98,6 +103,9 @@ type Manager struct {
 	// allocatable returns the node's allocatable resources, the limits a
 	// container without its own gets in the downward API; nil: none.
 	allocatable func() corev1.ResourceList
+	// cgroupParent is a pod sandbox's cgroup parent (UseCgroupParent);
+	// nil: the runtime's default.
+	cgroupParent func(*corev1.Pod) string
 }
 
 // UseNodeAllocatable gives the manager the node's allocatable resources:
@@ -105,6 +113,11 @@ type Manager struct {
 // limits.ephemeral-storage of a container without that limit resolves to
 // them, as kubelet's does. Call before the manager is used.
 func (m *Manager) UseNodeAllocatable(fn func() corev1.ResourceList) { m.allocatable = fn }
+
+// UseCgroupParent gives the manager each pod's cgroup (the node's
+// container manager): new sandboxes are created under it. Call before the
+// manager is used.
+func (m *Manager) UseCgroupParent(fn func(*corev1.Pod) string) { m.cgroupParent = fn }
 
 // New returns a runtime manager.
 func New(cfg Config, runtime internalapi.RuntimeService, images internalapi.ImageManagerService, volumes VolumeMounter, env EnvSource, recorder record.EventRecorder, clk clock.Clock) (*Manager, error) {

@@ -514,8 +514,12 @@ func (m *Manager) startContainer(ctx context.Context, pod *corev1.Pod, c *corev1
 			return
 		}
 	}
-	// Keep one dead instance (for logs --previous); remove older ones.
+	// Keep one dead instance (for logs --previous); remove older ones,
+	// unless container GC enforces another limit.
 	instances := st.Instances(c.Name)
+	if m.cfg.KeepAllDeadInstances {
+		instances = nil
+	}
 	for i, old := range instances {
 		if i == 0 || old.State == StateRunning {
 			continue

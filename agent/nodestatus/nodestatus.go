@@ -30,6 +30,8 @@ import (
 	nodeutil "k8s.io/component-helpers/node/util"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/k1s/k1s/internal/nodeautonomy"
 )
 
 // Config describes the node.
@@ -51,6 +53,11 @@ type Config struct {
 	ControlPlane bool
 	// Taints are set at registration (--node-taint).
 	Taints []corev1.Taint
+	// EdgeAutonomy (--edge-autonomy) marks the Node autonomous at
+	// registration: internal/nodeautonomy's annotation and label, which
+	// keep the node-lifecycle controller from evicting its pods while it
+	// is unreachable. false removes both. Default false.
+	EdgeAutonomy bool
 	// AgentPort is published in status.daemonEndpoints. Default 10250.
 	AgentPort int32
 	// MaxPods is the pods capacity. Default 110.
@@ -59,6 +66,13 @@ type Config struct {
 	DataDir string
 	// KubeletVersion is reported in nodeInfo.
 	KubeletVersion string
+	// Pressure reports the eviction manager's pressure conditions; nil:
+	// never under pressure.
+	Pressure Pressure
+	// Allocatable computes allocatable from capacity (the container
+	// manager's: capacity less reservations and hard eviction
+	// thresholds). nil: allocatable is capacity.
+	Allocatable func(capacity corev1.ResourceList) corev1.ResourceList
 	// StatusUpdateFrequency is how often status is computed (10s);
 	// StatusReportFrequency is the longest time between posts (5m).
 	StatusUpdateFrequency, StatusReportFrequency time.Duration
@@ -89,6 +103,32 @@ func (c *Config) setDefaults() {
 	if c.LeaseRenewInterval == 0 {
 		c.LeaseRenewInterval = 10 * time.Second
 	}
+}
+
+// Pressure is what the MemoryPressure, DiskPressure and PIDPressure
+// conditions report (the eviction manager).
+type Pressure interface {
+	IsUnderMemoryPressure() bool
+	IsUnderDiskPressure() bool
+	IsUnderPIDPressure() bool
+}
+
+// pressureConditions are the three pressure conditions, with upstream's
+// reasons and messages.
+func pressureConditions(p Pressure) []corev1.NodeCondition {
+	mem := corev1.NodeCondition{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"}
+	disk := corev1.NodeCondition{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "kubelet has no disk pressure"}
+	pid := corev1.NodeCondition{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "kubelet has sufficient PID available"}
+	if p != nil && p.IsUnderMemoryPressure() {
+		mem.Status, mem.Reason, mem.Message = corev1.ConditionTrue, "KubeletHasInsufficientMemory", "kubelet has insufficient memory available"
+	}
+	if p != nil && p.IsUnderDiskPressure() {
+		disk.Status, disk.Reason, disk.Message = corev1.ConditionTrue, "KubeletHasDiskPressure", "kubelet has disk pressure"
+	}
+	if p != nil && p.IsUnderPIDPressure() {
+		pid.Status, pid.Reason, pid.Message = corev1.ConditionTrue, "KubeletHasInsufficientPID", "kubelet has insufficient PID available"
+	}
+	return []corev1.NodeCondition{mem, disk, pid}
 }
 
 // Health reports what the Ready condition depends on.
@@ -209,6 +249,7 @@ func (m *Manager) register(ctx context.Context) error {
 		ObjectMeta: metav1.ObjectMeta{Name: m.cfg.NodeName, Labels: m.labels()},
 		Spec:       corev1.NodeSpec{Taints: m.cfg.Taints},
 	}
+	m.markAutonomy(node)
 	node.Status = m.status(ctx, nil)
 	_, err := nodes.Create(ctx, node, metav1.CreateOptions{})
 	if err == nil {
@@ -229,12 +270,31 @@ func (m *Manager) register(ctx context.Context) error {
 	for k, v := range m.labels() {
 		updated.Labels[k] = v
 	}
-	if !apiequality.Semantic.DeepEqual(updated.Labels, existing.Labels) {
+	m.markAutonomy(updated)
+	if !apiequality.Semantic.DeepEqual(updated.Labels, existing.Labels) || !apiequality.Semantic.DeepEqual(updated.Annotations, existing.Annotations) {
 		if _, err := nodes.Update(ctx, updated, metav1.UpdateOptions{}); err != nil {
 			return fmt.Errorf("update node %s labels: %w", m.cfg.NodeName, err)
 		}
 	}
 	return nil
+}
+
+// markAutonomy sets (--edge-autonomy) or removes the autonomy annotation
+// and label of node.
+func (m *Manager) markAutonomy(node *corev1.Node) {
+	if !m.cfg.EdgeAutonomy {
+		delete(node.Annotations, nodeautonomy.Annotation)
+		delete(node.Labels, nodeautonomy.Label)
+		return
+	}
+	if node.Annotations == nil {
+		node.Annotations = map[string]string{}
+	}
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	node.Annotations[nodeautonomy.Annotation] = nodeautonomy.Value
+	node.Labels[nodeautonomy.Label] = nodeautonomy.Value
 }
 
 // update computes the status and posts it when it changed or the report
@@ -329,6 +389,9 @@ func (m *Manager) status(ctx context.Context, old *corev1.NodeStatus) corev1.Nod
 		DaemonEndpoints: corev1.NodeDaemonEndpoints{KubeletEndpoint: corev1.DaemonEndpoint{Port: m.cfg.AgentPort}},
 		NodeInfo:        m.nodeInfo(ctx),
 	}
+	if m.cfg.Allocatable != nil {
+		st.Allocatable = m.cfg.Allocatable(capacity.DeepCopy())
+	}
 	for _, ip := range m.cfg.NodeIPs {
 		st.Addresses = append(st.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip.String()})
 	}
@@ -354,12 +417,7 @@ func (m *Manager) status(ctx context.Context, old *corev1.NodeStatus) corev1.Nod
 	if len(problems) > 0 {
 		ready.Status, ready.Reason, ready.Message = corev1.ConditionFalse, "KubeletNotReady", strings.Join(problems, "; ")
 	}
-	conds := []corev1.NodeCondition{
-		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory", Message: "kubelet has sufficient memory available"},
-		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure", Message: "kubelet has no disk pressure"},
-		{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID", Message: "kubelet has sufficient PID available"},
-		ready,
-	}
+	conds := append(pressureConditions(m.cfg.Pressure), ready)
 	for i := range conds {
 		c := &conds[i]
 		c.LastHeartbeatTime = now

@@ -27,11 +27,19 @@ import (
 
 // RunAPISource watches the pods bound to nodeName and feeds them to m,
 // until ctx is cancelled. synced is closed after the first full list.
-func RunAPISource(ctx context.Context, client kubernetes.Interface, nodeName string, m *Manager, synced chan<- struct{}) {
-	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
-		}))
+// wrap, when set, wraps the informer's lister-watcher (the node's
+// checkpoint, which answers the list while the apiservers are away).
+func RunAPISource(ctx context.Context, client kubernetes.Interface, nodeName string, m *Manager, synced chan<- struct{}, wrap func(cache.ListerWatcher) cache.ListerWatcher) {
+	selector := func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", nodeName).String()
+	}
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(selector))
+	if wrap != nil {
+		factory.InformerFor(&corev1.Pod{}, func(client kubernetes.Interface, resync time.Duration) cache.SharedIndexInformer {
+			lw := cache.NewFilteredListWatchFromClient(client.CoreV1().RESTClient(), "pods", metav1.NamespaceAll, selector)
+			return cache.NewSharedIndexInformer(wrap(lw), &corev1.Pod{}, resync, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+		})
+	}
 	inf := factory.Core().V1().Pods().Informer()
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { m.SetAPIPod(obj.(*corev1.Pod)) },

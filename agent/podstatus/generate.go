@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/kubectl/pkg/util/qos"
 
 	"github.com/k1s/k1s/agent/kuberuntime"
 )
@@ -38,7 +39,8 @@ type Inputs struct {
 // start time are the status manager's to keep.
 func Generate(pod *corev1.Pod, rs *kuberuntime.PodStatus, in Inputs) corev1.PodStatus {
 	st := corev1.PodStatus{
-		QOSClass:   pod.Status.QOSClass,
+		// The apiserver's class, or computed as upstream's (static pods).
+		QOSClass:   qos.GetPodQOS(pod),
 		StartTime:  pod.Status.StartTime,
 		Conditions: nil,
 	}

@@ -222,6 +222,7 @@ func (w *worker) run(ctx context.Context) {
 	period := time.Duration(max(p.PeriodSeconds, 1)) * time.Second
 	// Readiness starts false, startup false, liveness true until proven otherwise.
 	initial := w.key.kind == Liveness
+	defer w.forgetMetrics()
 	w.m.set(w.key, result{containerID: w.containerID, success: initial})
 	select {
 	case <-w.m.clock.After(time.Duration(p.InitialDelaySeconds) * time.Second):
@@ -242,7 +243,9 @@ func (w *worker) run(ctx context.Context) {
 			}
 		}
 		{
+			began := w.m.clock.Now()
 			ok, msg := w.once1(ctx)
+			w.recordProbe(ok, w.m.clock.Since(began))
 			if ok {
 				successes++
 				failures = 0

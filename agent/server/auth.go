@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -50,7 +51,32 @@ func delegatingAuth(cfg Config, client kubernetes.Interface, clientCA dynamiccer
 	if err != nil {
 		return nil, nil, fmt.Errorf("agent API authorizer: %w", err)
 	}
-	return authn, authz, nil
+	// system:masters is allowed without a SubjectAccessReview: the
+	// apiserver allows the group everything anyway, and so an operator's
+	// certificate still reaches logs and exec while the node is cut off
+	// from its apiservers (edge autonomy). Kubelet asks for every request.
+	return authn, privilegedFirst{authorizerfactory.NewPrivilegedGroups(user.SystemPrivilegedGroup), authz}, nil
+}
+
+// privilegedFirst allows what privileged allows, and asks delegate the
+// rest.
+type privilegedFirst struct {
+	privileged, delegate authorizer.Authorizer
+}
+
+func (p privilegedFirst) Authorize(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
+	if d, reason, _ := p.privileged.Authorize(ctx, a); d == authorizer.DecisionAllow {
+		return d, reason, nil
+	}
+	return p.delegate.Authorize(ctx, a)
+}
+
+func (p privilegedFirst) ConditionsAwareAuthorize(ctx context.Context, a authorizer.Attributes) authorizer.ConditionsAwareDecision {
+	return authorizer.ConditionsAwareDecisionFromParts(p.Authorize(ctx, a))
+}
+
+func (p privilegedFirst) EvaluateConditions(context.Context, authorizer.ConditionsAwareDecision, authorizer.ConditionsData) (authorizer.Decision, string, error) {
+	return authorizer.DecisionDeny, "", authorizer.ErrorConditionEvaluationNotSupported
 }
 
 // withAuth authenticates every request and authorizes it against the

@@ -63,6 +63,12 @@ type Deps struct {
 	HealthChecks []healthz.HealthChecker
 	// Metrics serves /metrics. Nil: /metrics is not found.
 	Metrics http.Handler
+	// Stats serves /stats/summary. Nil: /stats/ answers 501.
+	Stats StatsProvider
+	// MetricsResource, MetricsCadvisor and MetricsProbes serve
+	// /metrics/resource, /metrics/cadvisor and /metrics/probes. Nil: not
+	// found.
+	MetricsResource, MetricsCadvisor, MetricsProbes http.Handler
 }
 
 // Server is the agent API. Run serves it.
@@ -75,6 +81,9 @@ type Server struct {
 	checks  []healthz.HealthChecker
 	metrics http.Handler
 	clock   clock.Clock
+
+	stats                                           StatsProvider
+	metricsResource, metricsCadvisor, metricsProbes http.Handler
 
 	// certificate files, reloaded while Run runs; nil in tests that
 	// serve handlers directly.
@@ -137,7 +146,13 @@ func newServer(cfg Config, deps Deps, authn authenticator.Request, authz authori
 		checks:  checks,
 		metrics: deps.Metrics,
 		clock:   clock.RealClock{},
-		ready:   make(chan struct{}),
+
+		stats:           deps.Stats,
+		metricsResource: deps.MetricsResource,
+		metricsCadvisor: deps.MetricsCadvisor,
+		metricsProbes:   deps.MetricsProbes,
+
+		ready: make(chan struct{}),
 	}, nil
 }
 
@@ -357,9 +372,7 @@ func (s *Server) healthzHandler() http.Handler {
 func (s *Server) installReadOnly(mux *http.ServeMux) {
 	healthz.InstallHandler(mux, s.checks...)
 	mux.HandleFunc("GET "+podsPath, s.servePods)
-	mux.HandleFunc(statsPath, func(w http.ResponseWriter, _ *http.Request) {
-		writeText(w, http.StatusNotImplemented, "stats are not implemented by this agent\n")
-	})
+	s.installStats(mux)
 	if s.metrics != nil {
 		mux.Handle(metricsPath, s.metrics)
 	}

@@ -102,6 +102,9 @@ type Config struct {
 	NodeExternalIPs, NodeExternalDNS []string
 	// MaxPods is the node's pod capacity (--kubelet-arg=max-pods). Default 110.
 	MaxPods int
+	// NodeFlags are the node's resource flags (--cgroup-root,
+	// --kube-reserved, --eviction-hard, …), shared with `k1s server`.
+	NodeFlags agent.NodeFlags
 }
 
 // Agent is a joining node. Run it once.
@@ -144,6 +147,9 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.MaxPods < 0 {
 		errs = append(errs, fmt.Errorf("--kubelet-arg=max-pods: %d must not be negative", cfg.MaxPods))
+	}
+	if _, err := cfg.NodeFlags.ContainerManager(); err != nil {
+		errs = append(errs, err)
 	}
 	if cfg.PrivateRegistry != "" {
 		if _, err := registries.Load(cfg.PrivateRegistry); err != nil {
@@ -232,7 +238,15 @@ func (a *Agent) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	info, err := join.CachedClusterInfo(ctx, client, jointoken.ClusterInfoName, filepath.Join(agentDir, "cluster-info.json"), 15*time.Second)
+	// A node that joined before waits briefly for its servers: cut off
+	// (edge autonomy), it starts on what it kept and runs its pods from
+	// its checkpoint.
+	infoFile := filepath.Join(agentDir, "cluster-info.json")
+	infoTimeout := 15 * time.Second
+	if _, err := os.Stat(infoFile); err == nil {
+		infoTimeout = time.Second
+	}
+	info, offline, err := join.CachedClusterInfo(ctx, client, jointoken.ClusterInfoName, infoFile, infoTimeout)
 	if err != nil {
 		return err
 	}
@@ -268,6 +282,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			ClusterDNS:      []string{clusterDNS.String()}, ClusterDomain: domain,
 			ResolvConf: cfg.ResolvConf, KubeletVersion: kubeversion.Get().GitVersion,
 			MaxPods: int64(cfg.MaxPods), NodeExternalIPs: externalIPs, NodeExternalDNS: cfg.NodeExternalDNS,
+			NodeFlags: cfg.NodeFlags,
 		},
 		Server: agentserver.Config{
 			TLSCertFile: creds.Serving.CertFile, TLSPrivateKeyFile: creds.Serving.KeyFile,
@@ -276,6 +291,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		Logs:        logs.Config{MaxSize: cfg.ContainerLogMaxSize, MaxFiles: cfg.ContainerLogMaxFiles},
 		ClusterCIDR: clusterCIDR,
 		Containerd:  embedded,
+
+		APIUnreachableAtStart: offline,
 	}
 	storagePath := cfg.DefaultLocalStoragePath
 	if storagePath == "" {

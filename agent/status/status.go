@@ -304,10 +304,27 @@ func (m *Manager) syncOne(ctx context.Context, uid types.UID) {
 }
 
 // patch writes status with a strategic merge patch guarded by the UID.
+// The pod's and host's addresses replace the stored lists (a directive in
+// each): merged by IP, a pod whose sandbox came back with a new address
+// (a node restarted while cut off from its servers) would keep the old one
+// first, which validation refuses.
 func (m *Manager) patch(ctx context.Context, pod *corev1.Pod, uid types.UID, st corev1.PodStatus) error {
+	raw, err := json.Marshal(st)
+	if err != nil {
+		return fmt.Errorf("encode status patch: %w", err)
+	}
+	var status map[string]any
+	if err := json.Unmarshal(raw, &status); err != nil {
+		return fmt.Errorf("encode status patch: %w", err)
+	}
+	for _, key := range []string{"podIPs", "hostIPs"} {
+		if list, ok := status[key].([]any); ok && len(list) > 0 {
+			status[key] = append(list, map[string]any{"$patch": "replace"})
+		}
+	}
 	body, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{"uid": uid},
-		"status":   st,
+		"status":   status,
 	})
 	if err != nil {
 		return fmt.Errorf("encode status patch: %w", err)

@@ -501,3 +501,29 @@ func TestReconcile(t *testing.T) {
 		t.Errorf("Ready = %s after the reconcile, want True", got.Status.Conditions[0].Status)
 	}
 }
+
+// A pod whose sandbox came back with a new address (a node restarted
+// while cut off) gets exactly the new one: the lists keyed by IP are
+// replaced, not merged.
+func TestSyncReplacesAddresses(t *testing.T) {
+	pod := testPod()
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.42.1.4", PodIPs: []corev1.PodIP{{IP: "10.42.1.4"}},
+		HostIP: "10.99.0.2", HostIPs: []corev1.HostIP{{IP: "10.99.0.2"}}}
+	client := fake.NewClientset(pod.DeepCopy())
+	m := New(client, nil, testingclock.NewFakeClock(t0))
+	ctx := context.Background()
+	st := corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.42.1.9", PodIPs: []corev1.PodIP{{IP: "10.42.1.9"}},
+		HostIP: "10.99.0.2", HostIPs: []corev1.HostIP{{IP: "10.99.0.2"}}}
+	m.SetPodStatus(pod, st)
+	m.syncAll(ctx)
+	got, err := client.CoreV1().Pods("shop").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]corev1.PodIP{{IP: "10.42.1.9"}}, got.Status.PodIPs); diff != "" || got.Status.PodIP != "10.42.1.9" {
+		t.Errorf("podIP %s, podIPs (-want +got):\n%s", got.Status.PodIP, diff)
+	}
+	if len(got.Status.HostIPs) != 1 {
+		t.Errorf("hostIPs = %v", got.Status.HostIPs)
+	}
+}

@@ -24,7 +24,14 @@
 //     (TaintNodesByCondition);
 //   - the taint manager (package taintmanager) deletes the pods that do not
 //     tolerate their node's NoExecute taints, at once or when their
-//     tolerationSeconds run out.
+//     tolerationSeconds run out;
+//   - k1s's edge autonomy (not upstream; OpenYurt's behaviour): a node
+//     annotated node.k1s.io/autonomy="true" (internal/nodeautonomy; k1s
+//     agent --edge-autonomy sets it) goes Unknown, is tainted and has its
+//     pods marked not ready like any other, but the taint manager ignores
+//     its not-ready and unreachable NoExecute taints, so its pods are not
+//     deleted however long it stays away. Other NoExecute taints on it
+//     still evict.
 //
 // Events: RegisteredNode, RemovingNode and NodeNotReady on nodes,
 // NodeNotReady and TaintManagerEviction on pods.

@@ -203,7 +203,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(req.Context())
+	// The handler's request is a new request, as one over a socket: it
+	// ends with the client's, but sees none of its context's values (an
+	// admission plugin's own calls would otherwise carry its request's
+	// audit context, user and request info into theirs).
+	ctx, cancel := context.WithCancel(withoutValues{req.Context()})
 	sreq := req.Clone(ctx)
 	sreq.TLS = t.id.state.Load()
 	sreq.RemoteAddr = "127.0.0.1:0"
@@ -431,3 +435,8 @@ func (b *streamBody) Close() error {
 }
 
 var errClientClosed = errors.New("loopback: the client closed the response body")
+
+// withoutValues is a context's cancellation and deadline without its values.
+type withoutValues struct{ context.Context }
+
+func (withoutValues) Value(any) any { return nil }

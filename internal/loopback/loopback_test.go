@@ -312,3 +312,35 @@ func TestWaitsUntilServing(t *testing.T) {
 		t.Fatalf("RoundTrip after Stop: %v, want ErrNotServing", err)
 	}
 }
+
+// TestHandlerSeesNoClientValues: the served request ends with the
+// client's but carries none of its context's values (an apiserver
+// admission plugin's own calls would otherwise take its request's audit
+// context along).
+func TestHandlerSeesNoClientValues(t *testing.T) {
+	type key struct{}
+	s := NewServer()
+	s.Serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "value=%v", r.Context().Value(key{}))
+	}))
+	cfg, err := s.ClientConfig(&rest.Config{Host: "https://127.0.0.1:6443", BearerToken: "abc"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := rest.TransportFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "client's"))
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "https://127.0.0.1:6443/", nil)
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if string(b) != "value=<nil>" {
+		t.Errorf("handler saw %q, want no value", b)
+	}
+}

@@ -354,6 +354,13 @@ func scopeSelectorMatches(req corev1.ScopedResourceSelectorRequirement, values [
 	}
 	sel, err := scopeRequirementSelector(req)
 	if err != nil {
+		// A requirement the API refuses now (a value that is no label
+		// value) but that was stored anyway: objects that no reading of
+		// it matches are out of its scope; the others cannot be
+		// evaluated, and admission refuses them naming the quota.
+		if !couldMatch(req, values) {
+			return false, nil
+		}
 		return false, fmt.Errorf("failed to parse and convert selector: %w", err)
 	}
 	key := string(req.ScopeName)
@@ -366,6 +373,21 @@ func scopeSelectorMatches(req corev1.ScopedResourceSelectorRequirement, values [
 		}
 	}
 	return false, nil
+}
+
+// couldMatch reports whether req matches values when its values are
+// compared as plain strings.
+func couldMatch(req corev1.ScopedResourceSelectorRequirement, values []string) bool {
+	in := slices.ContainsFunc(values, func(v string) bool { return slices.Contains(req.Values, v) })
+	switch req.Operator {
+	case corev1.ScopeSelectorOpIn:
+		return in
+	case corev1.ScopeSelectorOpNotIn:
+		return !in
+	case corev1.ScopeSelectorOpDoesNotExist:
+		return len(values) == 0
+	}
+	return true
 }
 
 // scopeRequirementSelector turns a scope requirement into a label selector

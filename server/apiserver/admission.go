@@ -23,7 +23,7 @@ type admissionPlugin struct {
 
 // applyAdmission builds the admission chain in upstream's order:
 // NamespaceLifecycle, LimitRanger, ServiceAccount, NodeRestriction,
-// Priority, DefaultTolerationSeconds, DefaultStorageClass,
+// PodSecurity, Priority, DefaultTolerationSeconds, DefaultStorageClass,
 // StorageObjectInUseProtection, PersistentVolumeClaimResize, RuntimeClass,
 // ClusterTrustBundleAttest, the mutating policies and webhooks, the validating policies and webhooks,
 // ResourceQuota.
@@ -47,6 +47,10 @@ func (d *dependencies) applyAdmission(gc *genericapiserver.RecommendedConfig) er
 		order = append(order, p.name)
 	}
 	opts.RecommendedPluginOrder = order
+	// Each plugin gets its entry of the AdmissionConfiguration file
+	// (kube-apiserver's --admission-control-config-file); only
+	// PodSecurity reads one.
+	opts.ConfigFile = d.cfg.AdmissionControlConfigFile
 	dyn, err := dynamic.NewForConfig(gc.LoopbackClientConfig)
 	if err != nil {
 		return fmt.Errorf("admission client: %w", err)
@@ -57,6 +61,9 @@ func (d *dependencies) applyAdmission(gc *genericapiserver.RecommendedConfig) er
 	}
 	webhooks := webhookinit.NewPluginInitializer(nil, clusterIPResolver{services: d.informers.Core().V1().Services().Lister()})
 	if err := opts.ApplyTo(&gc.Config, d.informers, client, dyn, gc.FeatureGate, gc.EffectiveVersion, webhooks); err != nil {
+		if opts.ConfigFile != "" {
+			return fmt.Errorf("admission (--pod-security-admission-config-file %s): %w", opts.ConfigFile, err)
+		}
 		return fmt.Errorf("admission: %w", err)
 	}
 	return nil

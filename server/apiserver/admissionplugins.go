@@ -10,6 +10,7 @@ import (
 	"github.com/k1s/k1s/server/admission/defaultstorageclass"
 	"github.com/k1s/k1s/server/admission/defaulttolerationseconds"
 	"github.com/k1s/k1s/server/admission/limitranger"
+	"github.com/k1s/k1s/server/admission/podsecurity"
 	"github.com/k1s/k1s/server/admission/priority"
 	"github.com/k1s/k1s/server/admission/pvcresize"
 	"github.com/k1s/k1s/server/admission/resourcequota"
@@ -30,6 +31,11 @@ func (d *dependencies) admissionPlugins(drained <-chan struct{}) (before, after 
 	}
 	before = append(before, d.nodeAdmission()...)
 	before = append(before,
+		// Configured by its entry in the AdmissionConfiguration file
+		// (--pod-security-admission-config-file); nil: upstream's defaults.
+		admissionPlugin{podsecurity.Name, func(config io.Reader) (admission.Interface, error) {
+			return podsecurity.New(config, d.client, d.informers)
+		}},
 		admissionPlugin{priority.Name, factory(func() (admission.Interface, error) { return priority.New(d.informers, priority.Config{}) })},
 		admissionPlugin{defaulttolerationseconds.Name, factory(func() (admission.Interface, error) {
 			return defaulttolerationseconds.New(defaulttolerationseconds.Config{

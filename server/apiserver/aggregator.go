@@ -331,5 +331,7 @@ func apiServicePriorities() map[schema.GroupVersion]apiServicePriority {
 		gv("storagemigration.k8s.io", "v1"):            {15800, 15},
 		gv("storagemigration.k8s.io", "v1beta1"):       {15800, 9},
 		gv("lifecycle.k8s.io", "v1alpha1"):             {15700, 1},
+		// k1s's built-in metrics API: metrics-server's APIService's.
+		gv("metrics.k8s.io", "v1beta1"): {100, 100},
 	}
 }

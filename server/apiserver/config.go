@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -71,6 +72,11 @@ type Config struct {
 	// the tunnels they open (--egress-selector-mode=disabled). Default
 	// false: directly, else through the node's tunnel.
 	NoAgentTunnels bool
+	// MetricsAPI serves metrics.k8s.io/v1beta1 from the nodes'
+	// /metrics/resource (server/metricsapi), as metrics-server would;
+	// false leaves the group to a real metrics-server
+	// (--disable=metrics-server).
+	MetricsAPI bool
 
 	// RequestHeaderCAFile verifies the client certificate of a front
 	// proxy that names its user in X-Remote-User/-Uid/-Group/-Extra-*
@@ -100,6 +106,28 @@ type Config struct {
 	// are added to pods by admission. Default 300 each.
 	DefaultNotReadyTolerationSeconds    int64
 	DefaultUnreachableTolerationSeconds int64
+
+	// AdmissionControlConfigFile is an AdmissionConfiguration whose
+	// PodSecurity entry holds a PodSecurityConfiguration: the default
+	// levels of namespaces without labels, and exemptions
+	// (--pod-security-admission-config-file, k3s's; kube-apiserver's
+	// --admission-control-config-file). Default: none, upstream's
+	// defaults (privileged, no exemptions).
+	AdmissionControlConfigFile string
+
+	// Audit is the audit log (--audit-log-path, --audit-policy-file ...).
+	// Default: none.
+	Audit AuditConfig
+
+	// EncryptionProviderConfigFile is an EncryptionConfiguration
+	// (apiserver.config.k8s.io/v1) saying how resources are encrypted in
+	// etcd (kube-apiserver's --encryption-provider-config; k1s writes it
+	// with --secrets-encryption). Default: none, stored as they are.
+	EncryptionProviderConfigFile string
+	// EncryptionProviderConfigAutomaticReload reads the file again when
+	// it changes (--encryption-provider-config-automatic-reload), polled
+	// every EncryptionConfigPollPeriod. Default false.
+	EncryptionProviderConfigAutomaticReload bool
 
 	// EnableWatchCache keeps an in-memory cache per resource (faster lists and
 	// watches, more memory). Default true.
@@ -167,6 +195,14 @@ func (c *Config) Validate() error {
 	} {
 		if v == "" {
 			errs = append(errs, fmt.Errorf("apiserver: %s file must be set", name))
+		}
+	}
+	if err := c.Audit.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if c.EncryptionProviderConfigFile != "" {
+		if _, err := os.Stat(c.EncryptionProviderConfigFile); err != nil {
+			errs = append(errs, fmt.Errorf("--encryption-provider-config: %w", err))
 		}
 	}
 	if c.DefaultNotReadyTolerationSeconds < 0 {

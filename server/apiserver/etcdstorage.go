@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
 	genericfeatures "k8s.io/apiserver/pkg/features"
 	"k8s.io/apiserver/pkg/registry/generic"
 	"k8s.io/apiserver/pkg/storage"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/apiserver/pkg/storage/value/encrypt/identity"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"github.com/k1s/k1s/embed/etcd"
 )
@@ -202,6 +204,9 @@ func (s *sharedEtcd) withCacher(c *storagebackend.ConfigForResource, resourcePre
 	if err != nil {
 		return nil, nil, err
 	}
+	// Read before the cache lists: every revision up to here is older
+	// than the cache's window.
+	floor := currentRevision(raw, c.GroupResource)
 	ch, err := cacher.NewCacherFromConfig(cacher.Config{
 		Storage:             raw,
 		Versioner:           storage.APIObjectVersioner{},
@@ -222,7 +227,7 @@ func (s *sharedEtcd) withCacher(c *storagebackend.ConfigForResource, resourcePre
 	}
 	delegator := cacher.NewCacheDelegator(ch, raw)
 	var once sync.Once
-	return delegator, func() {
+	return &resumingStorage{Interface: delegator, raw: raw, floor: floor}, func() {
 		once.Do(func() {
 			delegator.Stop()
 			ch.Stop()
@@ -250,4 +255,41 @@ func (g sharedStorageGetter) GetRESTOptions(resource schema.GroupResource, examp
 		opts.Decorator = g.etcd.undecorated
 	}
 	return opts, nil
+}
+
+// resumingStorage is the watch cache in front of etcd, except for a watch
+// that resumes from a resourceVersion the cache never held: one its
+// process saw before a restart. The cache starts from a list at etcd's
+// current revision and answers such a watch "410 Gone", so every client
+// would relist after each restart of the server; etcd still has the
+// revisions since (until its compaction, every 5 minutes), so the watch is
+// served from etcd's history instead and the client misses nothing. The
+// watch ends at the client's watch timeout; the client's next watch, at a
+// newer resourceVersion, is the cache's.
+type resumingStorage struct {
+	storage.Interface                   // the cache delegator
+	raw               storage.Interface // etcd
+	floor             uint64            // etcd's revision before the cache's first list
+}
+
+func (r *resumingStorage) Watch(ctx context.Context, key string, opts storage.ListOptions) (watch.Interface, error) {
+	if opts.SendInitialEvents == nil && opts.ResourceVersion != "" {
+		if rv, err := (storage.APIObjectVersioner{}).ParseResourceVersion(opts.ResourceVersion); err == nil && rv > 0 && rv <= r.floor {
+			return r.raw.Watch(ctx, key, opts)
+		}
+	}
+	return r.Interface.Watch(ctx, key, opts)
+}
+
+// currentRevision is etcd's current revision, or 0 (no watch resumes from
+// etcd) when etcd does not answer within its dial timeout.
+func currentRevision(raw storage.Interface, gr schema.GroupResource) uint64 {
+	ctx, cancel := context.WithTimeout(context.TODO(), etcdDialTimeout)
+	defer cancel()
+	rv, err := raw.GetCurrentResourceVersion(ctx)
+	if err != nil {
+		klog.ErrorS(err, "Watches older than the watch cache will get 410 Gone", "resource", gr)
+		return 0
+	}
+	return rv
 }

@@ -134,6 +134,11 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := deps.installAPIs(core, gc.RESTOptionsGetter); err != nil {
 		return err
 	}
+	if s.cfg.MetricsAPI {
+		if err := deps.installMetricsAPI(core); err != nil {
+			return fmt.Errorf("metrics API: %w", err)
+		}
+	}
 	oidc, err := newOIDCDocs(s.cfg.ServiceAccountIssuer, defaultJWKSURI(s.cfg.AdvertiseAddress, s.cfg.SecurePort), deps.saKey.Public())
 	if err != nil {
 		return fmt.Errorf("service-account issuer discovery: %w", err)
@@ -206,6 +211,11 @@ func withPublicHandlers(next http.Handler, handlers map[string]http.Handler) htt
 
 // shutdownTimeout bounds the wait for open connections at shutdown.
 const shutdownTimeout = 2 * time.Second
+
+// watchTerminationGrace bounds the wait for open watches to end at
+// shutdown; they are ended at upstream's floor rate of 200 a second, so
+// 200 watches take this second.
+const watchTerminationGrace = time.Second
 
 // specialPrefixes keeps upstream's etcd key layout, so etcd tooling written
 // for Kubernetes finds objects where it expects them.
@@ -300,6 +310,12 @@ func (s *Server) genericConfig(shared *sharedEtcd) (*genericapiserver.Recommende
 	gc.ExternalAddress = fmt.Sprintf("%s:%d", s.cfg.AdvertiseAddress, s.cfg.SecurePort)
 	gc.LongRunningFunc = longRunning
 	gc.ShutdownDelayDuration = 0
+	// Watches are tracked and ended at once when shutdown starts (upstream's
+	// --shutdown-watch-termination-grace-period, off by default there):
+	// otherwise every open watch holds the HTTP server's shutdown to its
+	// ShutdownTimeout. Clients resume from their last resourceVersion at
+	// the next start (resumingStorage, etcdstorage.go).
+	gc.ShutdownWatchTerminationGracePeriod = watchTerminationGrace
 
 	// Storage.
 	sc := storagebackend.NewDefaultConfig(s.cfg.EtcdPrefix, nil)
@@ -309,6 +325,8 @@ func (s *Server) genericConfig(shared *sharedEtcd) (*genericapiserver.Recommende
 	etcdOpts.EnableWatchCache = !s.cfg.DisableWatchCache
 	etcdOpts.EnableGarbageCollection = true
 	etcdOpts.DeleteCollectionWorkers = 1
+	etcdOpts.EncryptionProviderConfigFilepath = s.cfg.EncryptionProviderConfigFile
+	etcdOpts.EncryptionProviderConfigAutomaticReload = s.cfg.EncryptionProviderConfigAutomaticReload && s.cfg.EncryptionProviderConfigFile != ""
 
 	resourceConfig := serverstorage.NewResourceConfig()
 	resourceConfig.EnableVersions(scheme.GroupVersions...)
@@ -320,7 +338,13 @@ func (s *Server) genericConfig(shared *sharedEtcd) (*genericapiserver.Recommende
 	// core/v1 and events.k8s.io/v1 Events are one set of objects, stored as core/v1.
 	sf.AddCohabitatingResources(coreEvents, schema.GroupResource{Group: "events.k8s.io", Resource: "events"})
 	if err := etcdOpts.ApplyWithStorageFactoryTo(sf, &gc.Config); err != nil {
+		if s.cfg.EncryptionProviderConfigFile != "" {
+			return nil, nil, fmt.Errorf("configure etcd storage (--encryption-provider-config %s): %w", s.cfg.EncryptionProviderConfigFile, err)
+		}
 		return nil, nil, fmt.Errorf("configure etcd storage: %w", err)
+	}
+	if err := s.cfg.Audit.applyAudit(&gc.Config); err != nil {
+		return nil, nil, err
 	}
 	gc.RESTOptionsGetter = sharedStorageGetter{
 		inner:      gc.RESTOptionsGetter,

@@ -77,7 +77,7 @@ func (d *dependencies) addSubresources(set *storageSet) error {
 
 	pods := set.stores[corev1.Resource("pods")].Store
 	set.add(core, "pods/binding", pod.NewBindingREST(pods))
-	set.add(core, "pods/eviction", pod.NewEvictionREST(pods, d.client.PolicyV1()))
+	set.add(core, "pods/eviction", pod.NewEvictionREST(pods, set.stores[corev1.Resource("pods")].StatusStore, d.client.PolicyV1()))
 
 	connCfg := node.ConnectionConfig{
 		CAFile: d.cfg.ServerCAFile, CertFile: d.cfg.AgentClientCertFile, KeyFile: d.cfg.AgentClientKeyFile,

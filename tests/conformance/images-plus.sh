@@ -16,6 +16,8 @@
 #   zz-agnhost.tar            agnhost:2.66.1 and :2.55  (+ nc, dig, getent, curl)
 #   zz-kitten.tar, zz-nautilus.tar                      (the same, their html)
 #   zz-glibc-dns-testing.tar  glibc-dns-testing:2.1.1   (busybox + dig, getent)
+#   zz-busybox.tar            busybox:1.37.0-2 (every applet under /bin, as
+#                             upstream's; /bin/sh bash, see busybox_plus)
 # Needs root and Debian's netcat-openbsd, bind9-dnsutils and curl packages
 # (installed when missing).
 #
@@ -175,9 +177,32 @@ GO
     "{\"Cmd\":[\"/usr/local/bin/etcd\"],\"Env\":[$PATHENV],\"WorkingDir\":\"/var/etcd\"}" "registry.k8s.io/etcd:3.7.0-0"
 }
 
+# busybox_plus: the busybox stand-in as upstream's busybox image has it:
+# every applet also under /bin (Debian's busybox lists sysctl and others
+# under /sbin; the Sysctls spec runs /bin/sysctl), and a /bin/sh that keeps
+# environment variables whose names are not shell identifiers (1-data-1;
+# upstream's busybox 1.37 ash keeps them, Debian's 1.35 drops them): bash.
+busybox_plus() {
+  local d=$r/bb p
+  busyroot "$d"
+  for p in $("$d/root/bin/busybox" --list-full); do
+    case $p in
+      sbin/*|usr/sbin/*|usr/bin/*) [ -e "$d/root/bin/${p##*/}" ] || ln -s /bin/busybox "$d/root/bin/${p##*/}" ;;
+    esac
+  done
+  rm -f "$d/root/bin/sh"
+  cp -L /bin/bash "$d/root/bin/sh"
+  for p in $(ldd /bin/bash | grep -o '/[^ ]*'); do
+    mkdir -p "$d/root$(dirname "$p")"
+    cp -L "$p" "$d/root$p"
+  done
+  mkimg "$out/zz-busybox.tar" "$d/root" "{\"Env\":[$PATHENV],\"Cmd\":[\"sh\"]}" "$E2E/busybox:1.37.0-2"
+}
+
 E2E=registry.k8s.io/e2e-test-images
 PATHENV='"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"'
 if [ "${AGGREGATOR_ONLY:-0}" != 1 ]; then
+  busybox_plus
   plus agnhost "$E2E/agnhost:2.66.1" "$E2E/agnhost:2.55"
   plus kitten "$E2E/kitten:1.8"
   plus nautilus "$E2E/nautilus:1.8"

@@ -83,6 +83,8 @@ func setUpTwoNodes(t *testing.T) *twoNodes {
 		}
 	}
 	n.agentLog = filepath.Join(t.TempDir(), "agent.log")
+	// Runs after the agent's stop (cleanups run last-registered first).
+	t.Cleanup(func() { framework.RemoveCgroupTree(t, framework.CgroupRoot(agentNodeName)) })
 	t.Cleanup(func() { n.stopAgent(t, true) })
 	return n
 }
@@ -96,7 +98,8 @@ func (n *twoNodes) agentCmd(args ...string) *exec.Cmd {
 func (n *twoNodes) agentArgs(token string) []string {
 	return []string{"agent", "--server", fmt.Sprintf("https://%s:%d", n.serverIP, n.server.Port),
 		"--token", token, "--data-dir", n.agentData, "--run-dir", n.agentRun,
-		"--node-name", agentNodeName, "--node-ip", n.agentIP, "--node-label", "e2e/second=true"}
+		"--node-name", agentNodeName, "--node-ip", n.agentIP, "--node-label", "e2e/second=true",
+		"--cgroup-root", framework.CgroupRoot(agentNodeName)}
 }
 
 func (n *twoNodes) startAgent(t *testing.T, token string) {

@@ -184,6 +184,7 @@ func (h *haCluster) startAgent(t *testing.T) {
 			}
 		}
 		h.agentLog = filepath.Join(t.TempDir(), "agent.log")
+		t.Cleanup(func() { framework.RemoveCgroupTree(t, framework.CgroupRoot(haAgentNode)) })
 		t.Cleanup(func() { h.stopAgent(t) })
 	}
 	log, err := os.OpenFile(h.agentLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -192,7 +193,7 @@ func (h *haCluster) startAgent(t *testing.T) {
 	}
 	h.agent = exec.Command("nsenter", "--net=/run/netns/"+h.netns[3], h.servers[0].Bin, "agent",
 		"--server", h.url(0), "--token", h.token, "--data-dir", h.agentData, "--run-dir", h.agentRun,
-		"--node-name", haAgentNode, "--node-ip", h.ips[3])
+		"--node-name", haAgentNode, "--node-ip", h.ips[3], "--cgroup-root", framework.CgroupRoot(haAgentNode))
 	h.agent.Stdout, h.agent.Stderr = log, log
 	h.agent.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := h.agent.Start(); err != nil {

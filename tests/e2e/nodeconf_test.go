@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -245,6 +246,67 @@ func TestNodeConformance(t *testing.T) {
 			}
 		}
 		deleteAndWait(t, c, "envs")
+	})
+
+	t.Run("admission refuses a pod bound here whose host port or CPU does not fit; a StatefulSet's refused pod is recreated", func(t *testing.T) {
+		withPort := func(name string) *corev1.Pod {
+			ctr := container("app", busybox, "sleep", "3600")
+			ctr.Ports = []corev1.ContainerPort{{Name: "conflict", ContainerPort: 21017, HostPort: 21017}}
+			return newPod(name, ctr)
+		}
+		create(t, c, withPort("holder"))
+		framework.WaitPod(t, c, "default", "holder", 60*time.Second, "running", framework.Running)
+
+		rejected := func(name, reason string) {
+			t.Helper()
+			p := framework.WaitPod(t, c, "default", name, 30*time.Second, "Failed with reason "+reason, func(p *corev1.Pod) bool {
+				return p.Status.Phase == corev1.PodFailed
+			})
+			if p.Status.Reason != reason || !strings.HasPrefix(p.Status.Message, "Pod was rejected: ") {
+				t.Errorf("pod %s: reason %q message %q, want %s and \"Pod was rejected: …\"", name, p.Status.Reason, p.Status.Message, reason)
+			}
+			if _, ctrs := framework.RuntimeObjects(t, map[string]string{"io.kubernetes.pod.uid": string(p.UID)}); ctrs != 0 {
+				t.Errorf("pod %s was refused but %d of its containers were created", name, ctrs)
+			}
+		}
+		create(t, c, withPort("port-clash"))
+		rejected("port-clash", "NodePorts")
+
+		big := container("app", busybox, "sleep", "3600")
+		big.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1000")}
+		create(t, c, newPod("too-big", big))
+		rejected("too-big", "OutOfcpu")
+
+		// As the StatefulSet conformance spec: its pod is refused, the
+		// controller deletes and recreates it until the port is free.
+		tmpl := withPort("")
+		ss := &appsv1.StatefulSet{
+			ObjectMeta: metav1.ObjectMeta{Name: "clash"},
+			Spec: appsv1.StatefulSetSpec{
+				Replicas: ptr.To[int32](1),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "clash"}},
+				Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "clash"}}, Spec: tmpl.Spec},
+			},
+		}
+		if _, err := c.AppsV1().StatefulSets("default").Create(ctx, ss, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		first := framework.WaitPod(t, c, "default", "clash-0", 30*time.Second, "created", func(*corev1.Pod) bool { return true })
+		if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 60*time.Second, true, func(ctx context.Context) (bool, error) {
+			p, err := pods.Get(ctx, "clash-0", metav1.GetOptions{})
+			return err == nil && p.UID != first.UID, nil
+		}); err != nil {
+			t.Fatalf("the StatefulSet's refused pod was not recreated: %v", err)
+		}
+		deleteAndWait(t, c, "holder")
+		p := framework.WaitPod(t, c, "default", "clash-0", 90*time.Second, "running once the port is free", framework.Running)
+		if p.UID == first.UID {
+			t.Errorf("clash-0 runs with its first UID")
+		}
+		_ = c.AppsV1().StatefulSets("default").Delete(ctx, "clash", metav1.DeleteOptions{})
+		for _, name := range []string{"port-clash", "too-big"} {
+			_ = pods.Delete(ctx, name, metav1.DeleteOptions{})
+		}
 	})
 }
 

@@ -56,7 +56,8 @@ func snapshotNames(t *testing.T, dir string) []string {
 	}
 	var out []string
 	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".part") && !strings.HasSuffix(e.Name(), ".tmp") {
+		// Snapshots being written: temporary names, hidden ones too.
+		if !strings.HasSuffix(e.Name(), ".part") && !strings.HasSuffix(e.Name(), ".tmp") && !strings.HasPrefix(e.Name(), ".") {
 			out = append(out, e.Name())
 		}
 	}

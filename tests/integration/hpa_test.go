@@ -157,6 +157,8 @@ func hpaCondition(h *autoscalingv2.HorizontalPodAutoscaler, t autoscalingv2.Hori
 func TestHPAWithoutMetricsAPI(t *testing.T) {
 	cfg := framework.Config(t)
 	cfg.ControllerManager = framework.Controllers(append(hpaBaseControllers, "horizontalpodautoscaling")...)
+	// k1s serves the metrics API itself unless it is turned off, as here.
+	cfg.Disable = []string{"metrics-server"}
 	s := framework.StartWith(t, cfg)
 	c := s.Client(t)
 	ns := depNamespace(t, c, "hpa-nometrics")

@@ -64,7 +64,7 @@ func newAgentCommand(run func(context.Context, standalone.Config) error) *cli.Co
 			&cli.StringSliceFlag{Name: "node-external-dns", Usage: "this node's external DNS names (repeatable)", EnvVars: env("NODE_EXTERNAL_DNS"), Destination: &o.extDNS},
 			&cli.IntFlag{Name: "max-pods", Usage: "pods this node takes (capacity and allocatable); k3s's --kubelet-arg=max-pods=N", Value: 110, Hidden: true, Destination: &o.cfg.MaxPods},
 			&cli.StringFlag{Name: "private-registry", Usage: "k3s's registries.yaml: mirrors, credentials and TLS of image registries for the embedded containerd (a missing file configures none)", Value: DefaultPrivateRegistry, EnvVars: env("PRIVATE_REGISTRY"), Destination: &o.cfg.PrivateRegistry},
-		}, passthroughFlags(agentPassthrough())...), unsupportedFlags(agentUnsupported())...),
+		}, append(passthroughFlags(agentPassthrough()), o.cfg.NodeFlags.CLIFlags()...)...), unsupportedFlags(agentUnsupported())...),
 		Action: func(c *cli.Context) error {
 			if err := loadConfigFile(c, o.configFile, c.IsSet("config")); err != nil {
 				return err

@@ -46,6 +46,7 @@ func New() *cli.App {
 			tokenCommand(),
 			certificateCommand(),
 			etcdSnapshotCommand(),
+			secretsEncryptCommand(),
 		},
 	}
 }

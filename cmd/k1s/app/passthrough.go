@@ -76,8 +76,6 @@ func onlyValue(flag, want, why string) passTarget {
 const (
 	whyAPF       = "k1s's API Priority and Fairness shares upstream's default total of 600 concurrent requests, which k1s does not make configurable"
 	whyAdmission = "k1s's admission chain is fixed (upstream's default plugins that apply to the resources k1s serves)"
-	whyEviction  = "k1s's agent has no node-pressure eviction yet"
-	whyImageGC   = "k1s's agent has no image garbage collection yet"
 )
 
 // kubeletTargets are the kubelet flags a node (server or agent) takes.
@@ -94,14 +92,21 @@ func kubeletTargets(server bool) map[string]passTarget {
 		"container-log-max-files":    to("container-log-max-files"),
 		"read-only-port":             to("read-only-port"),
 		"max-pods":                   to("max-pods"),
-		"eviction-hard":              refused(whyEviction),
-		"eviction-soft":              refused(whyEviction),
-		"eviction-soft-grace-period": refused(whyEviction),
-		"eviction-minimum-reclaim":   refused(whyEviction),
-		"image-gc-high-threshold":    refused(whyImageGC),
-		"image-gc-low-threshold":     refused(whyImageGC),
-		"kube-reserved":              refused("k1s's agent reserves no resources for the system (allocatable is capacity)"),
-		"system-reserved":            refused("k1s's agent reserves no resources for the system (allocatable is capacity)"),
+		"eviction-hard":              to("eviction-hard"),
+		"cgroup-root":                to("cgroup-root"),
+		"cgroups-per-qos":            to("cgroups-per-qos"),
+		"enforce-node-allocatable":   to("enforce-node-allocatable"),
+		"pod-max-pids":               to("pod-max-pids"),
+		"cpu-manager-policy":         to("cpu-manager-policy"),
+		"kube-reserved":              to("kube-reserved"),
+		"system-reserved":            to("system-reserved"),
+	}
+	// Node-pressure eviction and image/container GC (agent/evictionflags.go).
+	for _, n := range []string{"eviction-soft", "eviction-soft-grace-period", "eviction-minimum-reclaim",
+		"eviction-pressure-transition-period", "eviction-max-pod-grace-period",
+		"image-gc-high-threshold", "image-gc-low-threshold", "image-minimum-gc-age", "image-maximum-gc-age",
+		"maximum-dead-containers-per-container", "maximum-dead-containers", "minimum-container-ttl-duration"} {
+		m[n] = to(n)
 	}
 	if server {
 		// An agent learns these from its server.
@@ -125,7 +130,8 @@ func serverPassthrough() []passComponent {
 	return []passComponent{
 		{flag: "kube-apiserver-arg", component: "kube-apiserver", targets: merge(
 			same("service-node-port-range", "advertise-address", "bind-address",
-				"default-not-ready-toleration-seconds", "default-unreachable-toleration-seconds"),
+				"default-not-ready-toleration-seconds", "default-unreachable-toleration-seconds",
+				"audit-log-path", "audit-policy-file", "audit-log-maxage", "audit-log-maxbackup", "audit-log-maxsize", "audit-log-format"),
 			map[string]passTarget{
 				"service-cluster-ip-range":       to("service-cidr"),
 				"secure-port":                    to("https-listen-port"),
@@ -137,8 +143,8 @@ func serverPassthrough() []passComponent {
 				"max-mutating-requests-inflight": refused(whyAPF),
 				"enable-admission-plugins":       refused(whyAdmission),
 				"disable-admission-plugins":      refused(whyAdmission),
-				"audit-log-path":                 refused("k1s's apiserver writes no audit log"),
-				"audit-policy-file":              refused("k1s's apiserver writes no audit log"),
+				"admission-control-config-file":  to("pod-security-admission-config-file"),
+				"encryption-provider-config":     refused("k1s writes its own EncryptionConfiguration, <data-dir>/server/cred/encryption-config.json, with --secrets-encryption (k1s secrets-encrypt edits it)"),
 				"enable-priority-and-fairness":   onlyValue("enable-priority-and-fairness", "true", "k1s always runs API Priority and Fairness"),
 			}),
 		},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/k1s/k1s/agent"
 	"github.com/k1s/k1s/agent/standalone"
 	"github.com/k1s/k1s/server"
 )
@@ -94,8 +95,6 @@ func TestServerPassthrough(t *testing.T) {
 			wantErr: "kube-apiserver flag --enable-admission-plugins is not supported by k1s"},
 		{name: "iptables proxy mode", args: []string{"--kube-proxy-arg=proxy-mode=iptables"},
 			wantErr: "--kube-proxy-arg=proxy-mode=iptables: kube-proxy flag --proxy-mode=iptables is not supported by k1s: k1s's service proxy is nftables only"},
-		{name: "eviction refused", args: []string{"--kubelet-arg=eviction-hard=memory.available<100Mi"},
-			wantErr: "kubelet flag --eviction-hard is not supported by k1s: k1s's agent has no node-pressure eviction"},
 		{name: "any scheduler flag", args: []string{"--kube-scheduler-arg=v=4"},
 			wantErr: "--kube-scheduler-arg=v=4: kube-scheduler flag --v is not supported by k1s"},
 		{name: "bad value names both flags", args: []string{"--kube-controller-manager-arg=node-monitor-grace-period=soon"},
@@ -124,6 +123,39 @@ func TestServerPassthrough(t *testing.T) {
 			}},
 		{name: "kubelet max-pods not a number", args: []string{"--kubelet-arg=max-pods=many"},
 			wantErr: "kubelet flag --max-pods (k1s --max-pods)"},
+		{name: "node resource flags and their defaults", check: func(t *testing.T, c server.Config) {
+			f := c.NodeFlags
+			if f.CgroupRoot != "/" || !f.CgroupsPerQOS || f.EnforceNodeAllocatable != "pods" || f.PodMaxPids != -1 ||
+				f.CPUManagerPolicy != "none" || f.EvictionHard != agent.DefaultEvictionHard || f.KubeReserved != "" {
+				t.Errorf("node flags %+v", f)
+			}
+		}},
+		{name: "kubelet resource flags", args: []string{"--kubelet-arg=kube-reserved=cpu=500m,memory=1Gi",
+			"--kubelet-arg=eviction-hard=memory.available<200Mi", "--kubelet-arg=cgroup-root=/edge", "--system-reserved=memory=100Mi"},
+			check: func(t *testing.T, c server.Config) {
+				f := c.NodeFlags
+				if f.KubeReserved != "cpu=500m,memory=1Gi" || f.EvictionHard != "memory.available<200Mi" || f.CgroupRoot != "/edge" || f.SystemReserved != "memory=100Mi" {
+					t.Errorf("node flags %+v", f)
+				}
+			}},
+		{name: "eviction and GC flags: defaults, then through --kubelet-arg", check: func(t *testing.T, c server.Config) {
+			f := c.NodeFlags.EvictionFlags
+			if f.EvictionPressureTransitionPeriod != 5*time.Minute || f.ImageGCHighThreshold != 85 || f.ImageGCLowThreshold != 80 ||
+				f.ImageMinimumGCAge != 2*time.Minute || f.ImageMaximumGCAge != 0 || f.MaximumDeadContainersPerContainer != 1 ||
+				f.MaximumDeadContainers != -1 || f.MinimumContainerTTLDuration != 0 || f.EvictionSoft != "" {
+				t.Errorf("eviction flags %+v", f)
+			}
+		}},
+		{name: "kubelet eviction and GC flags", args: []string{"--kubelet-arg=eviction-soft=memory.available<1Gi",
+			"--kubelet-arg=eviction-soft-grace-period=memory.available=1m", "--kubelet-arg=image-gc-high-threshold=90",
+			"--kubelet-arg=maximum-dead-containers=10", "--kubelet-arg=eviction-pressure-transition-period=30s"},
+			check: func(t *testing.T, c server.Config) {
+				f := c.NodeFlags.EvictionFlags
+				if f.EvictionSoft != "memory.available<1Gi" || f.EvictionSoftGracePeriod != "memory.available=1m" || f.ImageGCHighThreshold != 90 ||
+					f.MaximumDeadContainers != 10 || f.EvictionPressureTransitionPeriod != 30*time.Second {
+					t.Errorf("eviction flags %+v", f)
+				}
+			}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// An empty file of the test's, not the machine's default one.
@@ -159,6 +191,12 @@ func TestAgentPassthrough(t *testing.T) {
 					t.Errorf("labels %q name %q resolv %q", c.NodeLabels, c.NodeName, c.ResolvConf)
 				}
 			}},
+		{name: "cpu manager policy static refused", args: []string{"--cpu-manager-policy=static"},
+			wantErr: "--cpu-manager-policy: \"static\" is not supported by k1s"},
+		{name: "bad kube-reserved names the flag", args: []string{"--kube-reserved=gpu=1"},
+			wantErr: "--kube-reserved: resource \"gpu\""},
+		{name: "bad eviction-hard names the flag", args: []string{"--kubelet-arg=eviction-hard=memory.free<1Gi"},
+			wantErr: "--eviction-hard: unsupported eviction signal \"memory.free\""},
 		{name: "cluster-dns comes from the server", args: []string{"--kubelet-arg=cluster-dns=10.0.0.10"},
 			wantErr: "--kubelet-arg=cluster-dns=10.0.0.10: kubelet flag --cluster-dns is not supported by k1s"},
 		{name: "no apiserver flags on an agent", args: []string{"--kube-apiserver-arg=x=y"}, wantErr: "flag provided but not defined"},
@@ -235,10 +273,20 @@ func TestK3sConfigFiles(t *testing.T) {
 		}
 	})
 	t.Run("a key k1s lacks", func(t *testing.T) {
-		_, err := runServerCommand(t, "--config", writeFile(t, "write-kubeconfig-mode: \"0644\"\nkube-apiserver-arg:\n  - \"audit-log-path=/var/log/audit.log\"\n"))
-		want := "--kube-apiserver-arg=audit-log-path=/var/log/audit.log: kube-apiserver flag --audit-log-path is not supported by k1s"
+		_, err := runServerCommand(t, "--config", writeFile(t, "write-kubeconfig-mode: \"0644\"\nkube-apiserver-arg:\n  - \"oidc-issuer-url=https://issuer.invalid\"\n"))
+		want := "--kube-apiserver-arg=oidc-issuer-url=https://issuer.invalid: kube-apiserver flag --oidc-issuer-url is not supported by k1s"
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Fatalf("error %v, want %q", err, want)
+		}
+	})
+	t.Run("audit and admission config", func(t *testing.T) {
+		c, err := runServerCommand(t, "--config", writeFile(t, "kube-apiserver-arg:\n  - \"audit-log-path=/var/log/k1s/audit.log\"\n  - \"audit-policy-file=/etc/k1s/audit.yaml\"\n  - \"audit-log-maxage=30\"\n  - \"admission-control-config-file=/etc/k1s/psa.yaml\"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Audit.LogPath != "/var/log/k1s/audit.log" || c.Audit.PolicyFile != "/etc/k1s/audit.yaml" || c.Audit.MaxAge != 30 ||
+			c.Audit.MaxBackups != 100 || c.Audit.MaxSize != 100 || c.Audit.Format != "json" || c.PodSecurityAdmissionConfigFile != "/etc/k1s/psa.yaml" {
+			t.Errorf("audit %+v, pod security config %q", c.Audit, c.PodSecurityAdmissionConfigFile)
 		}
 	})
 	t.Run("a list for a one-value key", func(t *testing.T) {

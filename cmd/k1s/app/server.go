@@ -13,6 +13,7 @@ import (
 
 	"github.com/k1s/k1s/controllers/manager"
 	"github.com/k1s/k1s/server"
+	"github.com/k1s/k1s/server/apiserver"
 	"github.com/k1s/k1s/server/etcdsnapshot"
 )
 
@@ -100,6 +101,15 @@ func newServerCommand(run func(context.Context, server.Config) error) *cli.Comma
 			&cli.StringFlag{Name: "egress-selector-mode", Usage: "how the apiserver reaches nodes' agent API: agent (directly, else through the tunnel the agent opened) or disabled (directly only)", Value: "agent", EnvVars: env("EGRESS_SELECTOR_MODE"), Destination: &o.cfg.EgressSelectorMode},
 			&cli.Int64Flag{Name: "default-not-ready-toleration-seconds", Usage: "tolerationSeconds added to pods for node.kubernetes.io/not-ready", Value: 300, Destination: &o.cfg.DefaultNotReadyTolerationSeconds},
 			&cli.Int64Flag{Name: "default-unreachable-toleration-seconds", Usage: "tolerationSeconds added to pods for node.kubernetes.io/unreachable", Value: 300, Destination: &o.cfg.DefaultUnreachableTolerationSeconds},
+			&cli.StringFlag{Name: "pod-security-admission-config-file", Usage: "AdmissionConfiguration whose PodSecurity entry sets the default Pod Security levels and exemptions (default: privileged, none exempt)", EnvVars: env("POD_SECURITY_ADMISSION_CONFIG_FILE"), Destination: &o.cfg.PodSecurityAdmissionConfigFile},
+			&cli.BoolFlag{Name: "secrets-encryption", Usage: "encrypt Secrets in etcd with the key of <data-dir>/server/cred/encryption-config.json (written at the first start); see k1s secrets-encrypt --help", EnvVars: env("SECRETS_ENCRYPTION"), Destination: &o.cfg.SecretsEncryption},
+			&cli.StringFlag{Name: "secrets-encryption-provider", Usage: "provider of the key --secrets-encryption writes: aescbc or secretbox", Value: "aescbc", EnvVars: env("SECRETS_ENCRYPTION_PROVIDER"), Destination: &o.cfg.SecretsEncryptionProvider},
+			&cli.StringFlag{Name: "audit-log-path", Usage: "file the apiserver writes audit events to ('-': standard out); needs --audit-policy-file", Destination: &o.cfg.Audit.LogPath},
+			&cli.StringFlag{Name: "audit-policy-file", Usage: "audit Policy (audit.k8s.io/v1) choosing what is recorded", Destination: &o.cfg.Audit.PolicyFile},
+			&cli.IntFlag{Name: "audit-log-maxage", Usage: "days rotated audit logs are kept (0: no limit)", Value: apiserver.DefaultAuditLogMaxAge, Destination: &o.cfg.Audit.MaxAge},
+			&cli.IntFlag{Name: "audit-log-maxbackup", Usage: "rotated audit logs kept (0: no limit)", Value: apiserver.DefaultAuditLogMaxBackups, Destination: &o.cfg.Audit.MaxBackups},
+			&cli.IntFlag{Name: "audit-log-maxsize", Usage: "megabytes at which the audit log is rotated (0: never)", Value: apiserver.DefaultAuditLogMaxSize, Destination: &o.cfg.Audit.MaxSize},
+			&cli.StringFlag{Name: "audit-log-format", Usage: "audit log format: json or legacy", Value: "json", Destination: &o.cfg.Audit.Format},
 			&cli.BoolFlag{Name: "disable-agent", Usage: "run no node agent (and no containerd) in this server", EnvVars: env("DISABLE_AGENT"), Destination: &o.cfg.DisableAgent},
 			&cli.StringFlag{Name: "node-name", Usage: "this node's name (default: the hostname)", EnvVars: env("NODE_NAME"), Destination: &o.cfg.NodeName},
 			&cli.StringSliceFlag{Name: "node-label", Usage: "label the node gets at registration, key=value (repeatable)", EnvVars: env("NODE_LABEL"), Destination: &o.nodeLabels},
@@ -115,7 +125,7 @@ func newServerCommand(run func(context.Context, server.Config) error) *cli.Comma
 			&cli.StringFlag{Name: "resolv-conf", Usage: "host resolver file: upstream servers of the cluster DNS, resolv.conf of dnsPolicy Default pods (default /etc/resolv.conf, or systemd-resolved's server list when that names only its stub)", EnvVars: env("RESOLV_CONF"), Destination: &o.cfg.ResolvConf},
 			&cli.StringFlag{Name: "flannel-backend", Usage: "pod network between nodes: vxlan, host-gw or none", Value: "vxlan", EnvVars: env("FLANNEL_BACKEND"), Destination: &o.cfg.FlannelBackend},
 			&cli.BoolFlag{Name: "disable-kube-proxy", Usage: "run no service proxy on this node", EnvVars: env("DISABLE_KUBE_PROXY"), Destination: &o.cfg.DisableKubeProxy},
-			&cli.StringSliceFlag{Name: "disable", Usage: "packaged component not to run: servicelb, coredns, local-storage, or any packaged manifest by name (repeatable)", EnvVars: env("DISABLE"), Destination: &o.disable},
+			&cli.StringSliceFlag{Name: "disable", Usage: "packaged component not to run: servicelb, coredns, local-storage, metrics-server, or any packaged manifest by name (repeatable)", EnvVars: env("DISABLE"), Destination: &o.disable},
 			&cli.StringFlag{Name: "default-local-storage-path", Usage: "directory of this node's local-path volumes (default <data-dir>/storage)", EnvVars: env("DEFAULT_LOCAL_STORAGE_PATH"), Destination: &o.cfg.DefaultLocalStoragePath},
 			&cli.StringFlag{Name: "container-log-max-size", Usage: "size at which a container log is rotated", Value: "10Mi", Destination: &o.cfg.ContainerLogMaxSize},
 			&cli.IntFlag{Name: "container-log-max-files", Usage: "log files kept per container", Value: 5, Destination: &o.cfg.ContainerLogMaxFiles},
@@ -154,7 +164,7 @@ func newServerCommand(run func(context.Context, server.Config) error) *cli.Comma
 			&cli.DurationFlag{Name: "horizontal-pod-autoscaler-cpu-initialization-period", Usage: "time after a pod starts during which its CPU samples may be skipped", Value: o.ctl.HPA.CPUInitializationPeriod, Destination: &o.ctl.HPA.CPUInitializationPeriod},
 			&cli.DurationFlag{Name: "horizontal-pod-autoscaler-initial-readiness-delay", Usage: "time after a pod starts during which a readiness change counts as its initial readiness", Value: o.ctl.HPA.InitialReadinessDelay, Destination: &o.ctl.HPA.InitialReadinessDelay},
 			&cli.IntFlag{Name: "concurrent-horizontal-pod-autoscaler-syncs", Usage: "HorizontalPodAutoscalers reconciled at once", Value: o.ctl.HPA.ConcurrentSyncs, Destination: &o.ctl.HPA.ConcurrentSyncs},
-		}, passthroughFlags(serverPassthrough())...), unsupportedFlags(serverUnsupported())...),
+		}, append(passthroughFlags(serverPassthrough()), o.cfg.NodeFlags.CLIFlags()...)...), unsupportedFlags(serverUnsupported())...),
 		Action: func(c *cli.Context) error {
 			if err := loadConfigFile(c, o.configFile, c.IsSet("config")); err != nil {
 				return err
@@ -186,6 +196,9 @@ func newServerCommand(run func(context.Context, server.Config) error) *cli.Comma
 			}
 			if o.disableHelmController {
 				o.cm.Controllers = append([]string{"-helm-controller"}, o.cm.Controllers...)
+			}
+			if o.cfg.NodeFlags.LowWrite {
+				lowWriteLeaderElection(c, &o.cm)
 			}
 			o.cfg.ControllerManager = &o.cm
 			o.ctl.NodeLifecycle.NodeEvictionRate = float32(o.evictionRate)

@@ -22,6 +22,8 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"github.com/k1s/k1s/internal/nodeautonomy"
 )
 
 // NodeNameIndex is the pod informer index by spec.nodeName that
@@ -214,7 +216,7 @@ func (m *Manager) podUpdated(old, cur *corev1.Pod) {
 func (m *Manager) nodeUpdated(old, cur *corev1.Node) {
 	switch {
 	case cur != nil:
-		if old != nil && apiequality.Semantic.DeepEqual(noExecuteTaints(old.Spec.Taints), noExecuteTaints(cur.Spec.Taints)) {
+		if old != nil && apiequality.Semantic.DeepEqual(evictingTaints(old), evictingTaints(cur)) {
 			return
 		}
 		m.nodeQueue.Add(cur.Name)
@@ -267,7 +269,7 @@ func (m *Manager) syncNode(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	taints := noExecuteTaints(node.Spec.Taints)
+	taints := evictingTaints(node)
 	m.mu.Lock()
 	if len(taints) == 0 {
 		delete(m.tainted, name)
@@ -460,6 +462,14 @@ func disruptionPatch(pod *corev1.Pod, now metav1.Time) []byte {
 		"status":   map[string]any{"conditions": []corev1.PodCondition{cond}},
 	})
 	return patch
+}
+
+// evictingTaints are the NoExecute taints of node that evict its pods: on
+// a node marked autonomous (internal/nodeautonomy) the node lifecycle
+// controller's not-ready and unreachable taints are left out, so the pods
+// of an edge node cut off from the server are kept (OpenYurt's autonomy).
+func evictingTaints(node *corev1.Node) []corev1.Taint {
+	return nodeautonomy.EvictingTaints(node, noExecuteTaints(node.Spec.Taints))
 }
 
 func noExecuteTaints(taints []corev1.Taint) []corev1.Taint {

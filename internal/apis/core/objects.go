@@ -908,6 +908,7 @@ func validateQuotaSpec(spec *corev1.ResourceQuotaSpec, fldPath *field.Path) fiel
 				if len(req.Values) == 0 {
 					errs = append(errs, field.Required(p.Child("values"), "must be at least one value when `operator` is 'In' or 'NotIn' for scope selector"))
 				}
+				errs = append(errs, validateScopeSelectorValues(req.Values, p.Child("values"))...)
 			case corev1.ScopeSelectorOpExists, corev1.ScopeSelectorOpDoesNotExist:
 				if len(req.Values) != 0 {
 					errs = append(errs, field.Invalid(p.Child("values"), req.Values, "must be no value when `operator` is 'Exist' or 'DoesNotExist' for scope selector"))
@@ -919,6 +920,36 @@ func validateQuotaSpec(spec *corev1.ResourceQuotaSpec, fldPath *field.Path) fiel
 		}
 		if conflictingScopes(scopes) {
 			errs = append(errs, field.Invalid(p, spec.Scopes, "conflicting scopes"))
+		}
+	}
+	return errs
+}
+
+// validateScopeSelectorValues checks that each value of an In or NotIn
+// scope requirement is a valid label value: quota evaluation matches the
+// requirement as a label selector, which refuses other values, so a quota
+// holding one could never be evaluated. Upstream's ValidateResourceQuota
+// lets such a value through, and then every object its quota is checked
+// against fails with a 500; k1s refuses it here.
+func validateScopeSelectorValues(values []string, fldPath *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for i, v := range values {
+		for _, msg := range validation.IsValidLabelValue(v) {
+			errs = append(errs, field.Invalid(fldPath.Index(i), v, msg))
+		}
+	}
+	return errs
+}
+
+// QuotaScopeErrors lists what in q's scopes and scope selector quota
+// evaluation cannot match (an unknown scope or operator, a value that is
+// no label value): a quota stored before k1s refused it, or written to
+// etcd directly.
+func QuotaScopeErrors(q *corev1.ResourceQuota) field.ErrorList {
+	var errs field.ErrorList
+	for _, err := range validateQuotaSpec(&q.Spec, field.NewPath("spec")) {
+		if strings.HasPrefix(err.Field, "spec.scope") {
+			errs = append(errs, err)
 		}
 	}
 	return errs

@@ -453,6 +453,27 @@ func TestValidateResourceQuota(t *testing.T) {
 		{"scope not applicable", func(q *corev1.ResourceQuota) {
 			q.Spec.Scopes = []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort}
 		}, []e{invalid("spec.scopes")}},
+		{"scope selector value that is no label value", func(q *corev1.ResourceQuota) {
+			q.Spec.Hard = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}
+			q.Spec.ScopeSelector = &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{
+				{ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpIn, Values: []string{"high", "not a value!"}},
+			}}
+		}, []e{invalid("spec.scopeSelector.matchExpressions.values[1]")}},
+		{"scope selector value over 63 characters", func(q *corev1.ResourceQuota) {
+			q.Spec.Hard = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}
+			q.Spec.ScopeSelector = &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{
+				{ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpNotIn, Values: []string{strings.Repeat("a", 64)}},
+			}}
+		}, []e{invalid("spec.scopeSelector.matchExpressions.values[0]")}},
+		{"scope selector: unknown scope, operator not Exists for BestEffort, values with Exists", func(q *corev1.ResourceQuota) {
+			q.Spec.Hard = corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}
+			q.Spec.ScopeSelector = &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{
+				{ScopeName: "Bogus", Operator: corev1.ScopeSelectorOpExists},
+				{ScopeName: corev1.ResourceQuotaScopeBestEffort, Operator: corev1.ScopeSelectorOpIn, Values: []string{"x"}},
+				{ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: corev1.ScopeSelectorOpExists, Values: []string{"x"}},
+			}}
+		}, []e{invalid("spec.scopeSelector.matchExpressions.scopeName"), invalid("spec.scopeSelector.matchExpressions.operator"),
+			invalid("spec.scopeSelector.matchExpressions.values")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

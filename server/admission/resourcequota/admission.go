@@ -1,10 +1,15 @@
 package resourcequota
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apiserver/pkg/admission"
 	quotaplugin "k8s.io/apiserver/pkg/admission/plugin/resourcequota"
 	quotaapi "k8s.io/apiserver/pkg/admission/plugin/resourcequota/apis/resourcequota"
@@ -12,6 +17,9 @@ import (
 	quota "k8s.io/apiserver/pkg/quota/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+
+	apicore "github.com/k1s/k1s/internal/apis/core"
 )
 
 // Name is the name of the plugin, as upstream registers it.
@@ -59,7 +67,53 @@ func NewAdmission(client kubernetes.Interface, factory informers.SharedInformerF
 	if err := plugin.ValidateInitialization(); err != nil {
 		return nil, fmt.Errorf("initialize resource quota admission: %w", err)
 	}
-	return plugin, nil
+	return &failClosed{ValidationInterface: plugin, quotas: factory.Core().V1().ResourceQuotas().Lister()}, nil
+}
+
+// failClosed refuses, as 403 Forbidden naming the quota and its field, an
+// object that a quota the plugin cannot evaluate might cover: a quota
+// whose scopes or scope selector k1s's validation refuses now (a value
+// that is no label value, an unknown operator) but that is stored anyway
+// (from before, or written to etcd directly). The plugin
+// itself returns a plain error for it, a 500 for every such object in the
+// namespace, server-side dry-run included, which names no fault of the
+// client's. Objects the quota cannot cover are admitted as before.
+type failClosed struct {
+	admission.ValidationInterface
+	quotas corelisters.ResourceQuotaLister
+}
+
+func (f *failClosed) Validate(ctx context.Context, a admission.Attributes, o admission.ObjectInterfaces) error {
+	err := f.ValidationInterface.Validate(ctx, a, o)
+	if err == nil {
+		return nil
+	}
+	var status apierrors.APIStatus
+	if errors.As(err, &status) {
+		return err
+	}
+	quotas, lerr := f.quotas.ResourceQuotas(a.GetNamespace()).List(labels.Everything())
+	if lerr != nil {
+		return err
+	}
+	// The quota the plugin's error names ("error matching scopes of
+	// quota NAME, ..."), else the first by name.
+	slices.SortStableFunc(quotas, func(x, y *corev1.ResourceQuota) int {
+		xn, yn := strings.Contains(err.Error(), "quota "+x.Name+","), strings.Contains(err.Error(), "quota "+y.Name+",")
+		if xn != yn {
+			if xn {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(x.Name, y.Name)
+	})
+	for _, q := range quotas {
+		if errs := apicore.QuotaScopeErrors(q); len(errs) > 0 {
+			return admission.NewForbidden(a, fmt.Errorf("resource quota %q cannot be evaluated, fix or delete it: %w", q.Name, errs.ToAggregate()))
+		}
+	}
+	return err
 }
 
 // LimitPriorityClasses returns a limitedResources entry under which pods

@@ -145,6 +145,17 @@ func TestAdmission(t *testing.T) {
 			wantErr: "exceeded quota: net, requested: services.nodeports=2, used: services.nodeports=0, limited: services.nodeports=1",
 		},
 		{
+			name:    "quota whose scope selector cannot be evaluated: a pod it could cover is forbidden, naming it",
+			quotas:  []*corev1.ResourceQuota{badSelectorQuota(corev1.ScopeSelectorOpNotIn)},
+			attrs:   createPod(smallPod("p")),
+			wantErr: `resource quota "bad-selector" cannot be evaluated, fix or delete it: spec.scopeSelector.matchExpressions.values[0]: Invalid value: "not a label value!"`,
+		},
+		{
+			name:   "quota whose scope selector cannot be evaluated: a pod it cannot cover is admitted",
+			quotas: []*corev1.ResourceQuota{badSelectorQuota(corev1.ScopeSelectorOpIn)},
+			attrs:  createPod(smallPod("p")),
+		},
+		{
 			name:   "events are ignored",
 			quotas: []*corev1.ResourceQuota{resourceQuota("objects", rl("count/events", "0"), rl("count/events", "0"))},
 			attrs: admission.NewAttributesRecord(&corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e", Namespace: ns}}, nil,
@@ -185,6 +196,16 @@ func TestAdmission(t *testing.T) {
 			}
 		})
 	}
+}
+
+// badSelectorQuota is a pods quota whose scope selector holds a value that
+// is no label value (validation refuses it; this one is already stored).
+func badSelectorQuota(op corev1.ScopeSelectorOperator) *corev1.ResourceQuota {
+	q := resourceQuota("bad-selector", rl("pods", "10"), rl("pods", "0"))
+	q.Spec.ScopeSelector = &corev1.ScopeSelector{MatchExpressions: []corev1.ScopedResourceSelectorRequirement{{
+		ScopeName: corev1.ResourceQuotaScopePriorityClass, Operator: op, Values: []string{"not a label value!"},
+	}}}
+	return q
 }
 
 func TestAdmissionLimitedPriorityClass(t *testing.T) {

@@ -59,7 +59,11 @@ func NewNodeServer(t testing.TB) *Server {
 			copyFile(t, filepath.Join(src, e.Name()), filepath.Join(imagesDir, e.Name()))
 		}
 	}
-	t.Cleanup(func() { s.KillAll(t) })
+	t.Cleanup(func() {
+		s.KillAll(t)
+		// The node's pod cgroups (--cgroup-root /), once its containers are gone.
+		RemoveCgroupTree(t, "/kubepods")
+	})
 	return s
 }
 

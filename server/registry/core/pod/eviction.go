@@ -24,13 +24,15 @@ import (
 // EvictionREST serves pods/eviction: delete a pod unless that would break a
 // PodDisruptionBudget.
 type EvictionREST struct {
-	store *genericregistry.Store
-	pdbs  policyclient.PodDisruptionBudgetsGetter
+	store  *genericregistry.Store
+	status *genericregistry.Store
+	pdbs   policyclient.PodDisruptionBudgetsGetter
 }
 
-// NewEvictionREST evicts pods of store, reading budgets through pdbs.
-func NewEvictionREST(store *genericregistry.Store, pdbs policyclient.PodDisruptionBudgetsGetter) *EvictionREST {
-	return &EvictionREST{store: store, pdbs: pdbs}
+// NewEvictionREST evicts pods of store, marking them through status (the
+// pods/status store) first, and reading budgets through pdbs.
+func NewEvictionREST(store, status *genericregistry.Store, pdbs policyclient.PodDisruptionBudgetsGetter) *EvictionREST {
+	return &EvictionREST{store: store, status: status, pdbs: pdbs}
 }
 
 var _ rest.NamedCreater = &EvictionREST{}
@@ -158,11 +160,85 @@ func tooManyRequests(msg string) error {
 	return err
 }
 
+// delete gives the pod the DisruptionTarget condition, as kube-apiserver's
+// eviction does (a Job's pod failure policy and the disruption controller
+// read it), then deletes it. A dry run changes nothing.
 func (r *EvictionREST) delete(ctx context.Context, pod *corev1.Pod, options *metav1.DeleteOptions) (runtime.Object, error) {
+	if len(options.DryRun) == 0 {
+		updated, err := r.markDisrupted(ctx, pod.Name, options.Preconditions)
+		switch {
+		case apierrors.IsNotFound(err):
+			return &metav1.Status{Status: metav1.StatusSuccess}, nil
+		case err != nil:
+			return nil, err
+		}
+		if p := options.Preconditions; p != nil && p.ResourceVersion != nil && *p.ResourceVersion != "" {
+			// The condition moved the version on: the delete checks ours.
+			options = options.DeepCopy()
+			rv := updated.ResourceVersion
+			options.Preconditions.ResourceVersion = &rv
+		}
+	}
 	if _, _, err := r.store.Delete(ctx, pod.Name, rest.ValidateAllObjectFunc, options); err != nil && !apierrors.IsNotFound(err) {
 		return nil, err
 	}
 	return &metav1.Status{Status: metav1.StatusSuccess}, nil
+}
+
+// Reason and message of the condition an eviction sets, as upstream's.
+const (
+	evictionReason  = "EvictionByEvictionAPI"
+	evictionMessage = "Eviction API: evicting"
+)
+
+// markDisrupted sets DisruptionTarget=True on the stored pod's status,
+// honouring the delete's UID and resourceVersion preconditions.
+func (r *EvictionREST) markDisrupted(ctx context.Context, name string, pre *metav1.Preconditions) (*corev1.Pod, error) {
+	latest := func(_ context.Context, _, old runtime.Object) (runtime.Object, error) {
+		p := old.(*corev1.Pod).DeepCopy()
+		if pre != nil {
+			if pre.UID != nil && *pre.UID != "" && *pre.UID != p.UID {
+				return nil, apierrors.NewConflict(corev1.Resource("pods"), p.Name,
+					fmt.Errorf("the UID in the precondition (%s) does not match the UID in record (%s). The object might have been deleted and then recreated", *pre.UID, p.UID))
+			}
+			if pre.ResourceVersion != nil && *pre.ResourceVersion != "" && *pre.ResourceVersion != p.ResourceVersion {
+				return nil, apierrors.NewConflict(corev1.Resource("pods"), p.Name,
+					fmt.Errorf("the ResourceVersion in the precondition (%s) does not match the ResourceVersion in record (%s). The object might have been modified", *pre.ResourceVersion, p.ResourceVersion))
+			}
+		}
+		return p, nil
+	}
+	mark := func(_ context.Context, obj, _ runtime.Object) (runtime.Object, error) {
+		p := obj.(*corev1.Pod)
+		setCondition(&p.Status, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue,
+			Reason: evictionReason, Message: evictionMessage})
+		return p, nil
+	}
+	obj, _, err := r.status.Update(ctx, name, rest.DefaultUpdatedObjectInfo(nil, latest, mark),
+		rest.ValidateAllObjectFunc, rest.ValidateAllObjectUpdateFunc, false, &metav1.UpdateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return obj.(*corev1.Pod), nil
+}
+
+// setCondition replaces or adds c, moving its transition time only when
+// its status changes.
+func setCondition(st *corev1.PodStatus, c corev1.PodCondition) {
+	now := metav1.Now()
+	c.LastTransitionTime = now
+	for i := range st.Conditions {
+		old := &st.Conditions[i]
+		if old.Type != c.Type {
+			continue
+		}
+		if old.Status == c.Status {
+			c.LastTransitionTime = old.LastTransitionTime
+		}
+		*old = c
+		return
+	}
+	st.Conditions = append(st.Conditions, c)
 }
 
 func isReady(pod *corev1.Pod) bool {

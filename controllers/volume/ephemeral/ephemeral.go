@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +26,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/k1s/k1s/controllers/manager"
+
+	"github.com/k1s/k1s/controllers/controllerutil"
 )
 
 // DefaultWorkers is upstream's --concurrent-ephemeralvolume-syncs default.
@@ -136,32 +137,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		}
 		return errors.New("ephemeral-volume: caches did not sync")
 	}
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for c.processNext(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
+	controllerutil.RunWorkers(ctx, c.queue, workers, c.sync, "Ephemeral volume", "pod")
 	return nil
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	if err := c.sync(ctx, key); err != nil {
-		klog.FromContext(ctx).V(2).Info("Ephemeral volume failed, will retry", "pod", key, "err", err)
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {

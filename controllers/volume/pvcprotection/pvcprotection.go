@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,6 +27,8 @@ import (
 
 	"github.com/k1s/k1s/controllers/manager"
 	"github.com/k1s/k1s/controllers/volume/storageutil"
+
+	"github.com/k1s/k1s/controllers/controllerutil"
 )
 
 // DefaultWorkers is how many claims are processed at once.
@@ -186,32 +187,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		}
 		return errors.New("pvc-protection: caches did not sync")
 	}
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for c.processNext(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
+	controllerutil.RunWorkers(ctx, c.queue, workers, c.sync, "PVC protection", "pvc")
 	return nil
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	if err := c.sync(ctx, key); err != nil {
-		klog.FromContext(ctx).V(2).Info("PVC protection failed, will retry", "pvc", key, "err", err)
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
 }
 
 func (c *Controller) sync(ctx context.Context, key string) error {

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,6 +23,8 @@ import (
 
 	"github.com/k1s/k1s/controllers/manager"
 	"github.com/k1s/k1s/controllers/volume/storageutil"
+
+	"github.com/k1s/k1s/controllers/controllerutil"
 )
 
 // DefaultWorkers is how many volumes are processed at once (upstream's 1).
@@ -108,32 +109,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		}
 		return errors.New("pv-protection: cache did not sync")
 	}
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for c.processNext(ctx) {
-			}
-		})
-	}
-	<-ctx.Done()
-	c.queue.ShutDown()
-	wg.Wait()
+	controllerutil.RunWorkers(ctx, c.queue, workers, c.sync, "PV protection", "pv")
 	return nil
-}
-
-func (c *Controller) processNext(ctx context.Context) bool {
-	key, quit := c.queue.Get()
-	if quit {
-		return false
-	}
-	defer c.queue.Done(key)
-	if err := c.sync(ctx, key); err != nil {
-		klog.FromContext(ctx).V(2).Info("PV protection failed, will retry", "pv", key, "err", err)
-		c.queue.AddRateLimited(key)
-		return true
-	}
-	c.queue.Forget(key)
-	return true
 }
 
 func (c *Controller) sync(ctx context.Context, name string) error {

@@ -47,13 +47,27 @@ func ImportBundledImages(ctx context.Context, endpoint, snapshotter, stateFile s
 // images).
 func ImportImageDir(ctx context.Context, endpoint, snapshotter, imagesDir, stateFile string) ([]images.Result, error) {
 	archives, dirErr := images.DirArchives(imagesDir)
-	if len(archives) == 0 {
-		if dirErr != nil {
-			return nil, fmt.Errorf("import images: %w", dirErr)
-		}
-		return nil, nil
+	if dirErr != nil && len(archives) == 0 {
+		return nil, fmt.Errorf("import images: %w", dirErr)
 	}
-	return importArchives(ctx, endpoint, snapshotter, stateFile, archives, dirErr)
+	imp, err := images.New(endpoint, images.Options{Snapshotter: snapshotter, StateFile: stateFile})
+	if err != nil {
+		return nil, err
+	}
+	defer imp.Close()
+	var res []images.Result
+	if len(archives) > 0 {
+		res, err = imp.Import(ctx, archives...)
+	}
+	// A listing that failed part-way must not unpin what it missed.
+	var unpinErr error
+	if dirErr == nil {
+		unpinErr = imp.Unpin(ctx, imagesDir, archives)
+	}
+	if err := errors.Join(dirErr, err, unpinErr); err != nil {
+		return res, fmt.Errorf("import images: %w", err)
+	}
+	return res, nil
 }
 
 func importArchives(ctx context.Context, endpoint, snapshotter, stateFile string, archives []images.Archive, dirErr error) ([]images.Result, error) {

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	containerdclient "github.com/containerd/containerd/v2/client"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -455,8 +456,8 @@ func TestContainerdRunsPodsAndReadoptsThemAfterRestart(t *testing.T) {
 			if tag == DefaultSandboxImage && !img.Pinned {
 				t.Errorf("the pause image is not pinned")
 			}
-			if tag == busyboxImage && img.Pinned {
-				t.Errorf("busybox is pinned")
+			if tag == busyboxImage && !img.Pinned {
+				t.Errorf("busybox, imported from the images directory, is not pinned")
 			}
 		}
 	}
@@ -524,6 +525,31 @@ func TestContainerdRunsPodsAndReadoptsThemAfterRestart(t *testing.T) {
 		t.Errorf("second import = %+v, %v; want all skipped", res, err)
 	}
 	rs, _ = criClient(t, ctx, c2.Endpoint())
+	// A tarball removed from the images directory: its image loses its
+	// pin (the CRI's view follows), the others keep theirs.
+	if err := os.Remove(filepath.Join(cfg.ImagesDir, "docker.tar.gz")); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := c2.ImportImages(ctx); err != nil || len(res) != 2 {
+		t.Errorf("import after removing docker.tar.gz = %+v, %v", res, err)
+	}
+	// (The docker archive holds busybox's image under another name, so
+	// the CRI, which pins per image, still shows it pinned: the labels
+	// are read from containerd.)
+	cc, err := containerdclient.New(strings.TrimPrefix(c2.Endpoint(), "unix://"), containerdclient.WithDefaultNamespace("k8s.io"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	for name, want := range map[string]bool{DefaultSandboxImage: true, busyboxImage: true, "k1s.local/docker-busybox:1": false} {
+		img, err := cc.ImageService().Get(ctx, name)
+		if err != nil {
+			t.Fatalf("image %s: %v", name, err)
+		}
+		if got := img.Labels["io.cri-containerd.pinned"] == "pinned"; got != want {
+			t.Errorf("image %s pinned = %v, want %v (labels %v)", name, got, want, img.Labels)
+		}
+	}
 	pid2, state2 := containerPid(t, ctx, rs, ctr)
 	if state2 != runtimeapi.ContainerState_CONTAINER_RUNNING || pid2 != pid {
 		t.Fatalf("after restart: state %v pid %d, want running with pid %d", state2, pid2, pid)

@@ -91,4 +91,23 @@ func (s *containerdStore) labels(ctx context.Context, name string) (map[string]s
 	return img.Labels, true, nil
 }
 
+func (s *containerdStore) unpin(ctx context.Context, name string) error {
+	is := s.client.ImageService()
+	img, err := is.Get(ctx, name)
+	if errdefs.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("look up image %s: %w", name, err)
+	}
+	if _, pinned := img.Labels[PinnedLabel]; !pinned {
+		return nil
+	}
+	delete(img.Labels, PinnedLabel)
+	if _, err := is.Update(ctx, img, "labels."+PinnedLabel); err != nil && !errdefs.IsNotFound(err) {
+		return fmt.Errorf("unpin image %s: %w", name, err)
+	}
+	return nil
+}
+
 func (s *containerdStore) close() error { return s.client.Close() }

@@ -89,7 +89,9 @@ func BytesArchive(name string, data []byte, pin bool) Archive {
 var archiveSuffixes = []string{".tar", ".tar.gz", ".tgz", ".tar.zst", ".tar.zstd"}
 
 // DirArchives lists the image archives in dir (*.tar, *.tar.gz, *.tgz,
-// *.tar.zst), sorted by name. A missing dir has none.
+// *.tar.zst), sorted by name, each to be pinned: as k3s's air-gap
+// images, what a node was given as files it may not be able to pull
+// again, so image GC keeps them. A missing dir has none.
 func DirArchives(dir string) ([]Archive, error) {
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -107,6 +109,7 @@ func DirArchives(dir string) ([]Archive, error) {
 		if err != nil {
 			return nil, err
 		}
+		a.Pin = true
 		out = append(out, a)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -139,6 +142,8 @@ type store interface {
 	importArchive(ctx context.Context, r io.Reader, labels map[string]string) ([]string, error)
 	// labels returns an image's labels; ok is false when it does not exist.
 	labels(ctx context.Context, name string) (labels map[string]string, ok bool, err error)
+	// unpin removes an image's pin label; a missing image is no error.
+	unpin(ctx context.Context, name string) error
 	close() error
 }
 
@@ -198,6 +203,57 @@ func (i *Importer) Import(ctx context.Context, archives ...Archive) ([]Result, e
 		}
 	}
 	return results, errors.Join(errs...)
+}
+
+// Unpin drops the pin from the images of archives once imported from dir
+// that are no longer among current (the archives now in dir), unless an
+// archive still there holds the same image name, and forgets those
+// archives: images whose tarball was removed become image GC's to take,
+// as k3s's. An image already gone is no error.
+func (i *Importer) Unpin(ctx context.Context, dir string, current []Archive) error {
+	logger := klog.FromContext(ctx)
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("unpin images of removed archives: %w", err)
+	}
+	state := i.loadState(logger)
+	kept := map[string]bool{}
+	names := map[string]bool{}
+	for _, a := range current {
+		names[a.Name] = true
+		for _, img := range state[a.Name].Images {
+			kept[img] = true
+		}
+	}
+	var errs []error
+	changed := false
+	for name, rec := range state {
+		if filepath.Dir(name) != abs || names[name] {
+			continue
+		}
+		failed := false
+		for _, img := range rec.Images {
+			if kept[img] {
+				continue
+			}
+			if err := i.store.unpin(ctx, img); err != nil {
+				errs = append(errs, fmt.Errorf("unpin %s (its archive %s is gone): %w", img, name, err))
+				failed = true
+				continue
+			}
+			logger.V(2).Info("Unpinned image whose archive was removed", "image", img, "archive", name)
+		}
+		if !failed {
+			delete(state, name)
+			changed = true
+		}
+	}
+	if changed {
+		if err := i.saveState(state); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // present reports whether every image exists (and is pinned if pin).

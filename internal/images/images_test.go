@@ -47,7 +47,78 @@ func (f *fakeStore) labels(_ context.Context, name string) (map[string]string, b
 	return l, ok, nil
 }
 
+func (f *fakeStore) unpin(_ context.Context, name string) error {
+	if l, ok := f.images[name]; ok {
+		c := map[string]string{}
+		for k, v := range l {
+			if k != PinnedLabel {
+				c[k] = v
+			}
+		}
+		f.images[name] = c
+	}
+	return nil
+}
+
 func (f *fakeStore) close() error { return nil }
+
+// TestUnpinRemovedArchives: the images of a tarball removed from the
+// directory lose their pin, unless a tarball still there holds them too;
+// the bundled pause image and the remaining tarballs' images keep theirs.
+func TestUnpinRemovedArchives(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	state := filepath.Join(t.TempDir(), "state.json")
+	writeArchive(t, dir, "a.tar", "k1s.local/a:1 k1s.local/shared:1", compression.Uncompressed)
+	bPath := writeArchive(t, dir, "b.tar", "k1s.local/b:1", compression.Uncompressed)
+	cPath := writeArchive(t, dir, "c.tar", "k1s.local/c:1 k1s.local/shared:1", compression.Uncompressed)
+	fs := newFakeStore()
+	imp := &Importer{store: fs, stateFile: state}
+	pause := BytesArchive("bundled:pause", []byte("k1s.local/pause:3.10"), true)
+	if _, err := imp.Import(ctx, pause); err != nil {
+		t.Fatal(err)
+	}
+	archives, err := DirArchives(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := imp.Import(ctx, archives...); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{bPath, cPath} {
+		if err := os.Remove(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if archives, err = DirArchives(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := imp.Unpin(ctx, dir, archives); err != nil {
+		t.Fatalf("Unpin: %v", err)
+	}
+	for img, want := range map[string]bool{
+		"k1s.local/pause:3.10": true, "k1s.local/a:1": true, "k1s.local/shared:1": true,
+		"k1s.local/b:1": false, "k1s.local/c:1": false,
+	} {
+		if got := fs.images[img][PinnedLabel] == "pinned"; got != want {
+			t.Errorf("%s pinned = %v, want %v", img, got, want)
+		}
+	}
+	// The removed archives are forgotten: put back, they are imported
+	// (and pinned) again.
+	writeArchive(t, dir, "b.tar", "k1s.local/b:1", compression.Uncompressed)
+	archives, _ = DirArchives(dir)
+	fs.imports = nil
+	if _, err := imp.Import(ctx, archives...); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"k1s.local/b:1"}; !reflect.DeepEqual(fs.imports, want) {
+		t.Errorf("imports after restoring b.tar = %q, want %q", fs.imports, want)
+	}
+	if fs.images["k1s.local/b:1"][PinnedLabel] != "pinned" {
+		t.Errorf("b:1 not pinned again")
+	}
+}
 
 func writeArchive(t *testing.T, dir, name, content string, comp compression.Compression) string {
 	t.Helper()
@@ -119,8 +190,8 @@ func TestImportSkipsWhatWasImported(t *testing.T) {
 	if fs.images["k1s.local/pause:3.10"][PinnedLabel] != "pinned" {
 		t.Errorf("pause labels = %v, want it pinned", fs.images["k1s.local/pause:3.10"])
 	}
-	if _, pinned := fs.images["k1s.local/a:1"][PinnedLabel]; pinned {
-		t.Errorf("a:1 is pinned; only bundled images are")
+	if fs.images["k1s.local/a:1"][PinnedLabel] != "pinned" {
+		t.Errorf("a:1 labels = %v, want it pinned: air-gap images are", fs.images["k1s.local/a:1"])
 	}
 	if fs.images["k1s.local/a:1"][managedLabel] != "managed" {
 		t.Errorf("a:1 labels = %v, want the CRI managed label", fs.images["k1s.local/a:1"])

@@ -263,6 +263,33 @@ func TestAttemptToDeleteItem(t *testing.T) {
 			item:  "owner-uid",
 		},
 		{
+			// A cycle: dep waits on owner, and dep's own dependent is in
+			// foreground deletion waiting on dep.
+			name: "owner in foreground deletion, a dependent of the item deleting its dependents: unblock, then delete",
+			stored: []*metav1.PartialObjectMetadata{
+				cm("owner", deleting(metav1.FinalizerDeleteDependents)), cm("dep", ownedBy(owner, true)),
+				cm("grandchild", ownedBy(cm("dep"), true), deleting(metav1.FinalizerDeleteDependents)),
+			},
+			graph: []*metav1.PartialObjectMetadata{cm("dep", ownedBy(owner, true)), cm("grandchild", ownedBy(cm("dep"), true), deleting(metav1.FinalizerDeleteDependents))},
+			item:  "dep-uid",
+			want: []string{
+				`patch ns/dep application/strategic-merge-patch+json {"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"owner","uid":"owner-uid","blockOwnerDeletion":false}],"uid":"dep-uid"}}`,
+				"delete ns/dep Foreground",
+			},
+		},
+		{
+			// The retry of the case above: its references no longer
+			// block, and must not be patched away (an empty list).
+			name: "the same cycle with the item's references already unblocked: only the delete",
+			stored: []*metav1.PartialObjectMetadata{
+				cm("owner", deleting(metav1.FinalizerDeleteDependents)), cm("dep", ownedBy(owner, false)),
+				cm("grandchild", ownedBy(cm("dep"), true), deleting(metav1.FinalizerDeleteDependents)),
+			},
+			graph: []*metav1.PartialObjectMetadata{cm("dep", ownedBy(owner, false)), cm("grandchild", ownedBy(cm("dep"), true), deleting(metav1.FinalizerDeleteDependents))},
+			item:  "dep-uid",
+			want:  []string{"delete ns/dep Foreground"},
+		},
+		{
 			name:   "an item being deleted (not in the foreground) is left alone",
 			stored: []*metav1.PartialObjectMetadata{cm("dep", ownedBy(owner, false), deleting("example.com/keep"))},
 			graph:  []*metav1.PartialObjectMetadata{cm("dep", ownedBy(owner, false), deleting("example.com/keep"))},

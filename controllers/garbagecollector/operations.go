@@ -134,6 +134,9 @@ func (gc *GarbageCollector) patchOwnerReferences(ctx context.Context, id objectR
 
 // removeOwnerReferences removes the references to owners from id.
 func (gc *GarbageCollector) removeOwnerReferences(ctx context.Context, id objectReference, owners ...types.UID) error {
+	if len(owners) == 0 {
+		return nil
+	}
 	var refs []map[string]any
 	for _, uid := range owners {
 		refs = append(refs, map[string]any{"$patch": "delete", "uid": uid})
@@ -161,6 +164,11 @@ func (gc *GarbageCollector) unblockOwnerReferences(ctx context.Context, id objec
 			r.BlockOwnerDeletion = new(bool)
 			refs = append(refs, r)
 		}
+	}
+	if len(refs) == 0 {
+		// Nothing blocks: a patch of an empty (null) list would delete
+		// every reference.
+		return nil
 	}
 	smp, err := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": refs, "uid": id.UID}})
 	if err != nil {

@@ -129,9 +129,17 @@ func (gc *GarbageCollector) attemptToDeleteItem(ctx context.Context, n *node) er
 		// foreground deletion could wait for it in a cycle, so the item
 		// stops blocking its owners first.
 		for _, dep := range v.dependents {
-			if gc.graph.view(dep).deletingDependents {
+			if gc.graph.view(dep).deletingDependents && blocksAny(refs) {
 				logger.V(2).Info("Unblocking item's owner references to avoid a deletion cycle", "item", v.identity, "dependent", gc.graph.view(dep).identity)
 				if err := gc.unblockOwnerReferences(ctx, v.identity, refs); err != nil {
+					return err
+				}
+				// The patch moved the resource version the delete below
+				// is conditional on.
+				if latest, err = gc.getObject(ctx, v.identity); err != nil {
+					if apierrors.IsNotFound(err) {
+						return gc.queueVirtualDelete(v.identity)
+					}
 					return err
 				}
 				break
@@ -158,6 +166,16 @@ func (gc *GarbageCollector) attemptToDeleteItem(ctx context.Context, n *node) er
 		}
 		return err
 	}
+}
+
+// blocksAny reports whether a reference has blockOwnerDeletion set.
+func blocksAny(refs []metav1.OwnerReference) bool {
+	for _, r := range refs {
+		if r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion {
+			return true
+		}
+	}
+	return false
 }
 
 // processDeletingDependents finishes the foreground deletion of n once no

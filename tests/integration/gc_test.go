@@ -307,6 +307,31 @@ func gcTestGarbageCollector(t *testing.T, s *framework.Server, c kubernetes.Inte
 		gcPoll(t, "owner gone after its dependents", gcGone(c, ns, "fg-owner"))
 	})
 
+	// upstream's "should not be blocked by dependency circle": a owned
+	// by c, b by a, c by b, every reference blocking; a foreground delete
+	// of a takes all three.
+	t.Run("dependency circle", func(t *testing.T) {
+		cms := map[string]*corev1.ConfigMap{}
+		for _, n := range []string{"circle-a", "circle-b", "circle-c"} {
+			cms[n] = gcConfigMap(t, c, ns, n, nil, false)
+		}
+		for dep, owner := range map[string]string{"circle-a": "circle-c", "circle-b": "circle-a", "circle-c": "circle-b"} {
+			patch := fmt.Sprintf(`{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":%q,"uid":%q,"controller":true,"blockOwnerDeletion":true}]}}`, owner, cms[owner].UID)
+			if _, err := c.CoreV1().ConfigMaps(ns).Patch(ctx, dep, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.CoreV1().ConfigMaps(ns).Delete(ctx, "circle-a", metav1.DeleteOptions{
+			PropagationPolicy: ptr.To(metav1.DeletePropagationForeground),
+			Preconditions:     metav1.NewUIDPreconditions(string(cms["circle-a"].UID)),
+		}); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []string{"circle-a", "circle-b", "circle-c"} {
+			gcPoll(t, n+" collected", gcGone(c, ns, n))
+		}
+	})
+
 	t.Run("orphan", func(t *testing.T) {
 		owner := gcConfigMap(t, c, ns, "or-owner", nil, false)
 		gcConfigMap(t, c, ns, "or-dep", owner, true)

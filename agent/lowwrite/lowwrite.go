@@ -14,13 +14,17 @@
 package lowwrite
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/klog/v2"
+
+	"github.com/k1s/k1s/embed/containerd/killall"
 )
 
 // Defaults.
@@ -150,5 +154,12 @@ func (hostMachine) MountPoints() ([]string, error) { return MountPoints() }
 func (hostMachine) MountTmpfs(dir string, sizeBytes int64) error {
 	// Mode 0755 as kubelet's /var/log/pods; nosuid, nodev and noexec: it
 	// holds only logs.
-	return unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, fmt.Sprintf("size=%d,mode=0755", sizeBytes))
+	if err := unix.Mount("tmpfs", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, fmt.Sprintf("size=%d,mode=0755", sizeBytes)); err != nil {
+		return err
+	}
+	// The marker tells k1s killall this tmpfs is k1s's to unmount.
+	if err := os.WriteFile(filepath.Join(dir, killall.LowWriteMarker), nil, 0o600); err != nil {
+		return errors.Join(fmt.Errorf("mark the pod log tmpfs: %w", err), unix.Unmount(dir, 0))
+	}
+	return nil
 }

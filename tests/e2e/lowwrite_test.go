@@ -26,9 +26,11 @@ func TestLowWrite(t *testing.T) {
 	if isTmpfs(podLogsDir) {
 		t.Skipf("%s is a tmpfs already (not mounted by this test): nothing to observe", podLogsDir)
 	}
-	// Registered before the server's cleanup, so it runs after k1s killall.
+	// Registered before the server's cleanup, so it runs after k1s
+	// killall, which unmounts the marked tmpfs.
 	t.Cleanup(func() {
 		if isTmpfs(podLogsDir) {
+			t.Errorf("%s is still a tmpfs after k1s killall", podLogsDir)
 			if err := unix.Unmount(podLogsDir, 0); err != nil {
 				t.Errorf("unmount the pod log tmpfs: %v", err)
 			}

@@ -52,6 +52,10 @@ type Config struct {
 	// ChainPrefixes select the iptables chains to delete. Default CNI-,
 	// KUBE-, K1S-; an empty non-nil slice deletes none.
 	ChainPrefixes []string
+	// PodLogsDir is the pod log directory; the tmpfs --low-write mounts
+	// there (marked by LowWriteMarker) is unmounted. Default
+	// /var/log/pods.
+	PodLogsDir string
 	// Timeout bounds each graceful stop (k1s, containerd) before SIGKILL.
 	// Default 30 seconds.
 	Timeout time.Duration
@@ -86,7 +90,15 @@ func (c *Config) SetDefaults() {
 	if c.Timeout == 0 {
 		c.Timeout = 30 * time.Second
 	}
+	if c.PodLogsDir == "" {
+		c.PodLogsDir = "/var/log/pods"
+	}
 }
+
+// LowWriteMarker is the file --low-write puts at the root of the tmpfs it
+// mounts on the pod log directory, so that killall unmounts that tmpfs
+// and no other file system mounted there.
+const LowWriteMarker = ".k1s-low-write"
 
 // Validate checks the paths are absolute and not "/".
 func (c Config) Validate() error {
@@ -474,8 +486,9 @@ func unmountTargets(mounts, dirs, own []string) []string {
 
 // unmountAll unmounts everything under the run directory and the agent
 // directory (containers' root filesystems, sandbox /dev/shm, network
-// namespaces, pod volumes), and the tmpfs k1s mounts on containerd's
-// state directory where that is not on one already. A mount point listed
+// namespaces, pod volumes), the tmpfs k1s mounts on containerd's
+// state directory where that is not on one already, and the pod log
+// tmpfs of --low-write (its logs go with it, as on a reboot). A mount point listed
 // twice (stacked mounts) is unmounted until it is gone.
 func unmountAll(cfg Config, sys System) error {
 	dirs := []string{cfg.RunDir, cfg.State, filepath.Join(cfg.DataDir, "agent")}
@@ -488,7 +501,11 @@ func unmountAll(cfg Config, sys System) error {
 		if err != nil {
 			return fmt.Errorf("list mounts: %w", err)
 		}
-		targets := unmountTargets(mounts, dirs, []string{cfg.State})
+		own := []string{cfg.State}
+		if marked, _ := sys.Glob(filepath.Join(cfg.PodLogsDir, LowWriteMarker)); len(marked) > 0 {
+			own = append(own, cfg.PodLogsDir)
+		}
+		targets := unmountTargets(mounts, dirs, own)
 		if len(targets) == 0 {
 			return nil
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -425,6 +426,26 @@ func TestUnescapeMountPath(t *testing.T) {
 	for in, want := range cases {
 		if got := unescapeMountPath(in); got != want {
 			t.Errorf("unescapeMountPath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestUnmountsTheLowWriteLogTmpfs: the pod log directory is unmounted when
+// the tmpfs on it carries --low-write's marker, and left alone otherwise
+// (a file system someone else mounted there).
+func TestUnmountsTheLowWriteLogTmpfs(t *testing.T) {
+	for _, marked := range []bool{true, false} {
+		f := newFake()
+		f.mounts = []string{"/", "/var/log/pods"}
+		if marked {
+			f.globs["/var/log/pods/"+LowWriteMarker] = []string{"/var/log/pods/" + LowWriteMarker}
+		}
+		if err := unmountAll(Config{DataDir: "/var/lib/k1s", RunDir: "/run/k1s", State: "/run/k1s/containerd", PodLogsDir: "/var/log/pods"}, f); err != nil {
+			t.Fatal(err)
+		}
+		unmounted := slices.Contains(f.actions, "unmount /var/log/pods")
+		if unmounted != marked {
+			t.Errorf("marker %v: unmounted /var/log/pods = %v (actions %q)", marked, unmounted, f.actions)
 		}
 	}
 }

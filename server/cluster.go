@@ -56,10 +56,12 @@ const (
 	serverTokenUser = "server"
 )
 
-// sharedFiles are the files under <data-dir>/server/tls that every
-// server of a cluster holds alike: the CAs with their keys (each server
-// issues its own certificates from them) and the service-account signing
-// key. The request-header CA is shared when the cluster has one.
+// sharedFiles are the files every server of a cluster holds alike: the
+// CAs with their keys (each server issues its own certificates from them)
+// and the service-account signing key under <data-dir>/server/tls (named
+// relative to it), the request-header CA when the cluster has one, and the
+// secrets encryption configuration when the cluster encrypts Secrets (as
+// k3s's bootstrap data carries it), named relative to <data-dir>/server.
 var sharedFiles = []struct {
 	name     string
 	optional bool
@@ -69,6 +71,19 @@ var sharedFiles = []struct {
 	{"request-header-ca.crt", true}, {"request-header-ca.key", true},
 	{"etcd/server-ca.crt", false}, {"etcd/server-ca.key", false},
 	{"service.key", false},
+	{encryptionConfigShared, true},
+}
+
+// encryptionConfigShared is the shared name of the secrets encryption
+// configuration, <data-dir>/server/cred/encryption-config.json.
+const encryptionConfigShared = "cred/encryption-config.json"
+
+// sharedFilePath is where the shared file name lives under serverDir.
+func sharedFilePath(serverDir, name string) string {
+	if name == encryptionConfigShared {
+		return filepath.Join(serverDir, name)
+	}
+	return filepath.Join(serverDir, "tls", name)
 }
 
 // bootstrapData is ServerBootstrapPath's answer.
@@ -162,7 +177,7 @@ func (c *clusterEndpoints) bootstrap(w http.ResponseWriter, r *http.Request) {
 	}
 	data := bootstrapData{Files: map[string][]byte{}, Settings: c.settings}
 	for _, f := range sharedFiles {
-		b, err := os.ReadFile(filepath.Join(c.serverDir, "tls", f.name))
+		b, err := os.ReadFile(sharedFilePath(c.serverDir, f.name))
 		if errors.Is(err, fs.ErrNotExist) && f.optional {
 			continue
 		}
@@ -382,6 +397,11 @@ func (s *Server) prepareCluster(ctx context.Context, token string) (clusterState
 		if err := compareSettings(s.criticalSettings(), data.Settings); err != nil {
 			return st, fmt.Errorf("join %s: %w", s.cfg.JoinServer, err)
 		}
+		if _, encrypts := data.Files[encryptionConfigShared]; s.cfg.SecretsEncryption && !encrypts {
+			// A key of its own would make the Secrets it writes
+			// unreadable to the other servers.
+			return st, fmt.Errorf("join %s: --secrets-encryption: the cluster does not encrypt Secrets; join without it, then run `k1s secrets-encrypt enable` on the first server", s.cfg.JoinServer)
+		}
 		for _, f := range sharedFiles {
 			b, ok := data.Files[f.name]
 			if !ok {
@@ -391,10 +411,10 @@ func (s *Server) prepareCluster(ctx context.Context, token string) (clusterState
 				return st, fmt.Errorf("join %s: the server sent no %s", s.cfg.JoinServer, f.name)
 			}
 			mode := os.FileMode(0o644)
-			if strings.HasSuffix(f.name, ".key") {
+			if strings.HasSuffix(f.name, ".key") || f.name == encryptionConfigShared {
 				mode = 0o600
 			}
-			if err := pki.WriteFileAtomic(filepath.Join(tlsDir, f.name), b, mode); err != nil {
+			if err := pki.WriteFileAtomic(sharedFilePath(s.serverDir(), f.name), b, mode); err != nil {
 				return st, err
 			}
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/k1s/k1s/internal/jointoken"
 	"github.com/k1s/k1s/internal/pki"
+	"github.com/k1s/k1s/server/secretsencrypt"
 )
 
 // firstServer is a server's data dir (its PKI, service-account key and
@@ -153,6 +154,7 @@ func TestServerJoinRefusals(t *testing.T) {
 		{"a token without CA hash", "abcdef.0123456789abcdef", nil, []string{"--token", "K10"}},
 		{"another cluster CIDR", f.token.String(), func(c *Config) { c.ClusterCIDR = "10.52.0.0/16" }, []string{"--cluster-cidr", "10.52.0.0/16", "10.42.0.0/16"}},
 		{"another set of components", f.token.String(), func(c *Config) { c.Disable = []string{"servicelb"} }, []string{"--disable"}},
+		{"secrets encryption where the cluster has none", f.token.String(), func(c *Config) { c.SecretsEncryption = true }, []string{"--secrets-encryption", "does not encrypt"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -179,6 +181,43 @@ func TestServerJoinRefusals(t *testing.T) {
 				t.Errorf("the CA key was written although the token was refused")
 			}
 		})
+	}
+}
+
+// TestServerJoinTakesTheEncryptionConfig: a cluster that encrypts
+// Secrets hands its EncryptionConfiguration to a joining server (0600),
+// which then uses that key, not one of its own.
+func TestServerJoinTakesTheEncryptionConfig(t *testing.T) {
+	probe := joiner(t, &firstServer{url: "https://127.0.0.1:1"}, func(c *Config) { c.Token = ""; c.TokenFile = "/t" })
+	f := startFirstServer(t, probe.criticalSettings())
+	firstConfig, err := secretsencrypt.Ensure(filepath.Dir(f.dir), secretsencrypt.ProviderAESCBC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(firstConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s := joiner(t, f, func(c *Config) { c.SecretsEncryption = true })
+	if _, err := s.prepareCluster(ctx, f.token.String()); err != nil {
+		t.Fatalf("prepareCluster: %v", err)
+	}
+	path := secretsencrypt.ConfigPath(s.cfg.DataDir)
+	got, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("the joined server's encryption config is not the cluster's (%v)", err)
+	}
+	if info, err := os.Stat(path); err != nil || info.Mode().Perm() != 0o600 {
+		t.Errorf("encryption config mode %v (%v), want 0600", info.Mode().Perm(), err)
+	}
+	used, err := s.cfg.encryptionConfig(ctx, s.cfg.DataDir, true)
+	if err != nil || used != path {
+		t.Fatalf("encryptionConfig = %q, %v; want %s", used, err, path)
+	}
+	if got, _ := os.ReadFile(path); !bytes.Equal(got, want) {
+		t.Errorf("starting with --secrets-encryption replaced the cluster's key")
 	}
 }
 

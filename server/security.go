@@ -64,16 +64,17 @@ func (o *SecurityOptions) validate() []error {
 // uses, writing it first with --secrets-encryption; "" when Secrets are
 // stored unencrypted.
 //
-// A server joining a cluster (joining) does not get the cluster's key
-// (k3s hands it over in its bootstrap data; k1s does not yet): with
-// --secrets-encryption it must find the file copied from a server of the
-// cluster, else its own key would make their secrets unreadable to it.
+// A server joining a cluster (joining) gets the cluster's configuration
+// with its CAs when the cluster encrypts Secrets (as k3s's bootstrap
+// data); with --secrets-encryption it must have it, else a key of its own
+// would make the other servers' Secrets unreadable to it and its own to
+// them.
 func (o *SecurityOptions) encryptionConfig(ctx context.Context, dataDir string, joining bool) (string, error) {
 	path := secretsencrypt.ConfigPath(dataDir)
 	if o.SecretsEncryption {
 		if joining {
 			if _, err := os.Stat(path); err != nil {
-				return "", fmt.Errorf("--secrets-encryption: a joining server needs the cluster's key: copy %s from a server of the cluster first (%w)", path, err)
+				return "", fmt.Errorf("--secrets-encryption: a joining server needs the cluster's key, which the cluster did not hand over: copy %s from a server of the cluster (%w)", path, err)
 			}
 		}
 		return secretsencrypt.Ensure(dataDir, o.SecretsEncryptionProvider)

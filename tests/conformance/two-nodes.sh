@@ -26,6 +26,11 @@ export DATA_DIR=${DATA_DIR:-/var/lib/k1s-conformance}
 NETNS2=${NETNS2:-k1sconf2} NODE2_IP=${NODE2_IP:-10.250.0.3} NODE2_NAME=${NODE2_NAME:-k1s-conf2}
 DATA_DIR2=${DATA_DIR2:-/var/lib/k1s-conformance2} RUN_DIR2=${RUN_DIR2:-/run/k1s-conf2}
 IMAGES_DIR=${IMAGES_DIR:-$WORK/images}
+# Image GC off on both nodes (the e2e tests' setting): this machine's disk
+# reads 85-90 % used to statfs, over the 85 % threshold, and the runner's
+# images, imported with `k1s images import` (not pinned), would be
+# removed mid-run. Set it to 85 to run with upstream's default.
+export K1S_IMAGE_GC_HIGH_THRESHOLD=${K1S_IMAGE_GC_HIGH_THRESHOLD:-100}
 mkdir -p "$RESULTS"
 log() { echo "[two-nodes.sh $(date -u +%T)] $*" | tee -a "$RESULTS/run.log" >&2; }
 

@@ -65,6 +65,7 @@ func (m *Manager) SetPodStatus(pod *corev1.Pod, st corev1.PodStatus) {
 		old = e.status
 	}
 	st = merge(old, st, m.clock.Now())
+	keepTerminated(pod, old, &st)
 	if e != nil && apiequality.Semantic.DeepEqual(e.status, st) {
 		e.pod = pod
 		return
@@ -194,6 +195,63 @@ func (m *Manager) poke() {
 	}
 }
 
+// keepTerminated keeps, in st, the old terminated state of each
+// container that cannot run again (a pod whose restartPolicy is Never, an
+// OnFailure pod's container that exited 0, a regular init container that
+// succeeded), as kubelet's status manager refuses that transition and the
+// apiserver rejects it: once the runtime has removed a finished pod's
+// containers, a fresh status would report them waiting again, and a
+// rejected status would keep a deleted pod from being removed.
+func keepTerminated(pod *corev1.Pod, old corev1.PodStatus, st *corev1.PodStatus) {
+	if pod == nil {
+		return
+	}
+	policy := pod.Spec.RestartPolicy
+	restartable := func(prev *corev1.ContainerStateTerminated) bool {
+		switch policy {
+		case corev1.RestartPolicyNever:
+			return false
+		case corev1.RestartPolicyOnFailure:
+			return prev.ExitCode != 0
+		}
+		return true
+	}
+	fix := func(olds, news []corev1.ContainerStatus, init bool) {
+		for i := range news {
+			n := &news[i]
+			if n.State.Terminated != nil {
+				continue
+			}
+			for _, o := range olds {
+				if o.Name != n.Name || o.State.Terminated == nil {
+					continue
+				}
+				if init {
+					if sidecar(pod, n.Name) || o.State.Terminated.ExitCode != 0 && restartable(o.State.Terminated) {
+						break
+					}
+				} else if restartable(o.State.Terminated) {
+					break
+				}
+				*n = *o.DeepCopy()
+				break
+			}
+		}
+	}
+	fix(old.InitContainerStatuses, st.InitContainerStatuses, true)
+	fix(old.ContainerStatuses, st.ContainerStatuses, false)
+}
+
+// sidecar reports whether name is a restartable init container of pod.
+func sidecar(pod *corev1.Pod, name string) bool {
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name == name {
+			return c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
+		}
+	}
+	return false
+}
+
 // merge keeps the start time and the transition times of conditions whose
 // status did not change.
 func merge(old, st corev1.PodStatus, now time.Time) corev1.PodStatus {
@@ -283,8 +341,13 @@ func (m *Manager) syncOne(ctx context.Context, uid types.UID) {
 			m.Forget(uid)
 			return
 		}
-		logger.V(2).Info("Failed to update pod status", "pod", klog.KObj(pod), "err", err)
-		return
+		if !apierrors.IsInvalid(err) || !deletable || pod.DeletionTimestamp == nil {
+			logger.V(2).Info("Failed to update pod status", "pod", klog.KObj(pod), "err", err)
+			return
+		}
+		// A pod whose deletion is done goes even when its last status
+		// is refused: no retry of that status would ever be accepted.
+		logger.Info("The final status of a deleted pod was refused; removing the pod anyway", "pod", klog.KObj(pod), "err", err)
 	}
 	if deletable && pod.DeletionTimestamp != nil && apiUID == pod.UID {
 		err := pods.Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &apiUID}})

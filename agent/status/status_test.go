@@ -527,3 +527,88 @@ func TestSyncReplacesAddresses(t *testing.T) {
 		t.Errorf("hostIPs = %v", got.Status.HostIPs)
 	}
 }
+
+// TestTerminatedStaysTerminated: a container that cannot run again keeps
+// its terminated state when a later status (its runtime containers
+// removed) would report it waiting, as kubelet's status manager does and
+// the apiserver's validation requires; one that may restart does not.
+func TestTerminatedStaysTerminated(t *testing.T) {
+	done := func(code int32) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: "c", ContainerID: "containerd://1",
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: code, Reason: "Completed"}}}
+	}
+	waiting := corev1.ContainerStatus{Name: "c", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}
+	always := corev1.ContainerRestartPolicyAlways
+	tests := []struct {
+		name     string
+		policy   corev1.RestartPolicy
+		init     bool
+		sidecar  bool
+		exit     int32
+		wantKept bool
+	}{
+		{name: "Never", policy: corev1.RestartPolicyNever, exit: 0, wantKept: true},
+		{name: "Never, failed", policy: corev1.RestartPolicyNever, exit: 1, wantKept: true},
+		{name: "OnFailure, succeeded", policy: corev1.RestartPolicyOnFailure, exit: 0, wantKept: true},
+		{name: "OnFailure, failed: restarts", policy: corev1.RestartPolicyOnFailure, exit: 1, wantKept: false},
+		{name: "Always: restarts", policy: corev1.RestartPolicyAlways, exit: 0, wantKept: false},
+		{name: "init container done", policy: corev1.RestartPolicyAlways, init: true, exit: 0, wantKept: true},
+		{name: "init container failed, Always: runs again", policy: corev1.RestartPolicyAlways, init: true, exit: 1, wantKept: false},
+		{name: "sidecar: restarts", policy: corev1.RestartPolicyNever, init: true, sidecar: true, exit: 0, wantKept: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			pod := testPod()
+			pod.Spec.RestartPolicy = tt.policy
+			c := corev1.Container{Name: "c"}
+			if tt.sidecar {
+				c.RestartPolicy = &always
+			}
+			old, next := corev1.PodStatus{Phase: corev1.PodRunning}, corev1.PodStatus{Phase: corev1.PodRunning}
+			if tt.init {
+				pod.Spec.InitContainers = []corev1.Container{c}
+				old.InitContainerStatuses = []corev1.ContainerStatus{done(tt.exit)}
+				next.InitContainerStatuses = []corev1.ContainerStatus{waiting}
+			} else {
+				pod.Spec.Containers = []corev1.Container{c}
+				old.ContainerStatuses = []corev1.ContainerStatus{done(tt.exit)}
+				next.ContainerStatuses = []corev1.ContainerStatus{waiting}
+			}
+			m := New(fake.NewClientset(pod.DeepCopy()), nil, testingclock.NewFakeClock(t0))
+			m.SetPodStatus(pod, old)
+			m.SetPodStatus(pod, next)
+			got, _ := m.GetPodStatus(pod.UID)
+			statuses := got.ContainerStatuses
+			if tt.init {
+				statuses = got.InitContainerStatuses
+			}
+			if kept := statuses[0].State.Terminated != nil; kept != tt.wantKept {
+				t.Errorf("terminated state kept = %v, want %v (%+v)", kept, tt.wantKept, statuses[0].State)
+			}
+		})
+	}
+}
+
+// TestDeletedPodRemovedDespiteARefusedStatus: a deleted pod whose
+// resources are gone is removed even when the apiserver refuses its last
+// status (422), which no retry would change.
+func TestDeletedPodRemovedDespiteARefusedStatus(t *testing.T) {
+	now := metav1.NewTime(t0)
+	pod := testPod()
+	pod.DeletionTimestamp = &now
+	client := fake.NewClientset(pod.DeepCopy())
+	client.PrependReactor("patch", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "web", nil)
+	})
+	m := New(client, nil, testingclock.NewFakeClock(t0))
+	m.SetPodStatus(pod, corev1.PodStatus{Phase: corev1.PodSucceeded})
+	m.syncAll(context.Background())
+	if d := deletes(client); len(d) != 0 {
+		t.Fatalf("deleted before its resources were gone: %+v", d)
+	}
+	m.MarkDeletable(pod)
+	m.syncAll(context.Background())
+	if diff := cmp.Diff([]deleteCall{{Name: "web", UID: "uid-1", Grace: 0}}, deletes(client)); diff != "" {
+		t.Errorf("deletes (-want +got):\n%s", diff)
+	}
+}

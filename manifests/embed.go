@@ -3,8 +3,8 @@
 // manifests folder (<data-dir>/server/manifests), where the deploy
 // controller applies them like any file an operator drops there; crds/
 // holds the CustomResourceDefinitions k1s installs itself before it
-// applies anything (k3s's Addon, helm-controller's HelmChart and
-// HelmChartConfig).
+// applies anything (k3s's Addon and ETCDSnapshotFile, helm-controller's
+// HelmChart and HelmChartConfig).
 //
 // Packaged files are templates: %{NAME}% variables (k3s's syntax) are
 // replaced with the server's settings when they are written, e.g.

@@ -539,7 +539,7 @@ func (s *Server) Run(ctx context.Context) error {
 	etcdServers := strings.Split(s.cfg.DatastoreEndpoint, ",")
 	etcdCA, etcdCert, etcdKey := s.cfg.DatastoreCAFile, s.cfg.DatastoreCertFile, s.cfg.DatastoreKeyFile
 	var etcdLocal func() (*clientv3.Client, error)
-	var snapshots supervisor.Component
+	var snapshots *etcdsnapshot.Scheduler
 	endpoints := &clusterEndpoints{serverDir: s.serverDir(), settings: s.criticalSettings()}
 	if s.cfg.DatastoreEndpoint == "" {
 		ec := etcd.Config{
@@ -682,6 +682,15 @@ func (s *Server) Run(ctx context.Context) error {
 	}})
 	if snapshots != nil {
 		last = append(last, supervisor.Named{Name: "etcd-snapshots", Component: snapshots})
+	}
+	if s.cfg.DatastoreEndpoint == "" {
+		// k3s's ETCDSnapshotFile objects of this server's snapshot files;
+		// optional: a node name that is no label value only loses them.
+		if files, err := s.snapshotFiles(adminCfg, snapshots); err != nil {
+			logger.Error(err, "The etcd snapshots are not reflected as ETCDSnapshotFile objects")
+		} else {
+			last = append(last, supervisor.Named{Name: "etcd-snapshot-files", Component: files})
+		}
 	}
 	tiers = append(tiers, last)
 	go func() {

@@ -80,7 +80,15 @@ type Scheduler struct {
 	clock clock.Clock
 	// taken, when set, receives every snapshot taken (tests).
 	taken func(File)
+	// changed, when set, is called after each scheduled pass that took a
+	// snapshot, once the retention is applied (OnChange).
+	changed func()
 }
+
+// OnChange sets f to be called after each scheduled snapshot, once the
+// retention has been applied: the directory changed. Call it before Run;
+// f must not block.
+func (s *Scheduler) OnChange(f func()) { s.changed = f }
 
 // NewScheduler validates cfg; save writes one snapshot.
 func NewScheduler(cfg ScheduleConfig, save SaveFunc, clk clock.Clock) (*Scheduler, error) {
@@ -137,5 +145,8 @@ func (s *Scheduler) snapshot(ctx context.Context, logger klog.Logger) {
 	}
 	if err != nil {
 		logger.Error(err, "Applying the etcd snapshot retention failed")
+	}
+	if s.changed != nil {
+		s.changed()
 	}
 }

@@ -6,7 +6,8 @@
 // (the newest N of a name kept). A snapshot is etcd's own (its snapshot
 // API, through go.etcd.io/etcd/client/v3/snapshot); restoring one is
 // embed/etcd's Restore, run by `k1s server --cluster-reset
-// --cluster-reset-restore-path`.
+// --cluster-reset-restore-path`. Reflector keeps k3s's ETCDSnapshotFile
+// objects in step with a server's directory.
 package etcdsnapshot
 
 import (

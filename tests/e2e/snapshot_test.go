@@ -232,6 +232,8 @@ func TestEtcdSnapshotRestore(t *testing.T) {
 	if n != 3 {
 		t.Errorf("ls lists %d e2e snapshots, want 3:\n%s", n, ls)
 	}
+	// Each file has its ETCDSnapshotFile (k3s's), as `kubectl get` shows.
+	waitSnapshotFiles(ctx, t, s, func() []string { return snapshotNames(t, snapDir) })
 	snapshotCmd(t, s, "prune", "--name", "e2e", "--snapshot-retention", "1")
 	left := snapshotNames(t, snapDir)
 	if len(left) != 1 || left[0] == files[0] {
@@ -241,14 +243,34 @@ func TestEtcdSnapshotRestore(t *testing.T) {
 	if left := snapshotNames(t, snapDir); len(left) != 0 {
 		t.Errorf("after delete: %v", left)
 	}
+	waitSnapshotFiles(ctx, t, s, func() []string { return nil })
+}
+
+// waitSnapshotFiles waits until the ETCDSnapshotFile objects of the node
+// name exactly the snapshot files want returns (read on each try).
+func waitSnapshotFiles(ctx context.Context, t *testing.T, s *framework.Server, files func() []string) {
+	t.Helper()
+	var got, want []string
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(300 * time.Millisecond) {
+		var out string
+		out, err = s.Kubectl(ctx, "get", "etcdsnapshotfiles", "-l", "etcd.k3s.cattle.io/snapshot-storage-node="+framework.NodeName, "-o", "jsonpath={.items[*].spec.snapshotName}")
+		got, want = strings.Fields(out), files()
+		slices.Sort(got)
+		slices.Sort(want)
+		if err == nil && slices.Equal(got, want) {
+			return
+		}
+	}
+	t.Errorf("ETCDSnapshotFiles of %s name %v (%v), want %v", framework.NodeName, got, err, want)
 }
 
 // TestEtcdSnapshotSchedule: scheduled snapshots (every 2 s here, through
-// the schedule's @every form) appear, compressed, and the retention
-// keeps the newest two.
+// the schedule's @every form) appear, compressed, the retention keeps
+// the newest two, and the ETCDSnapshotFile objects follow the files.
 func TestEtcdSnapshotSchedule(t *testing.T) {
 	s := framework.NewServer(t)
-	s.Args = append(s.Args, "--etcd-snapshot-schedule-cron", "@every 2s", "--etcd-snapshot-retention", "2", "--etcd-snapshot-compress")
+	s.Args = append(s.Args, "--etcd-snapshot-schedule-cron", "@every 2s", "--etcd-snapshot-retention", "2", "--etcd-snapshot-compress", "--node-name", framework.NodeName)
 	s.Start(t)
 	dir := filepath.Join(s.DataDir, "server", "db", "snapshots")
 	seen := map[string]bool{}
@@ -272,4 +294,6 @@ func TestEtcdSnapshotSchedule(t *testing.T) {
 	if names := snapshotNames(t, dir); len(names) != 2 {
 		t.Errorf("kept %v, want 2", names)
 	}
+	// The kept ones have their ETCDSnapshotFiles, the pruned ones none.
+	waitSnapshotFiles(context.Background(), t, s, func() []string { return snapshotNames(t, dir) })
 }

@@ -359,6 +359,13 @@ func (m *Manager) tryUpdate(ctx context.Context, try int) error {
 	return nil
 }
 
+// extendedResource reports whether name is an extended resource: a
+// domain-qualified name outside kubernetes.io, not a quota's requests.*.
+func extendedResource(name corev1.ResourceName) bool {
+	n := string(name)
+	return strings.Contains(n, "/") && !strings.Contains(n, "kubernetes.io/") && !strings.HasPrefix(n, corev1.DefaultResourceRequestsPrefix)
+}
+
 // statusEqual compares statuses ignoring heartbeat times.
 func statusEqual(a, b *corev1.NodeStatus) bool {
 	strip := func(s *corev1.NodeStatus) *corev1.NodeStatus {
@@ -381,6 +388,16 @@ func (m *Manager) status(ctx context.Context, old *corev1.NodeStatus) corev1.Nod
 	}
 	if s, ok := diskBytes(m.cfg.DataDir); ok {
 		capacity[corev1.ResourceEphemeralStorage] = *resource.NewQuantity(s, resource.BinarySI)
+	}
+	if old != nil {
+		// Extended resources someone else advertises (a patch of the
+		// node's status, as a device or an operator does) stay, and
+		// count in allocatable as kubelet's keep them.
+		for name, q := range old.Capacity {
+			if _, set := capacity[name]; !set && extendedResource(name) {
+				capacity[name] = q.DeepCopy()
+			}
+		}
 	}
 	st := corev1.NodeStatus{
 		Capacity:        capacity,

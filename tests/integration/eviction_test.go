@@ -24,9 +24,11 @@ func TestEvictionMarksDisruptionTarget(t *testing.T) {
 
 	newPod := func(name string) *corev1.Pod {
 		p, err := pods.Create(ctx, &corev1.Pod{
-			// The finalizer keeps the deleted pod readable.
+			// The finalizer keeps the deleted pod readable. No scheduler
+			// serves the pod (the server's would mark it unschedulable,
+			// moving the resourceVersion the test's precondition names).
 			ObjectMeta: metav1.ObjectMeta{Name: name, Finalizers: []string{"example.com/hold"}},
-			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+			Spec:       corev1.PodSpec{SchedulerName: "none", Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
 		}, metav1.CreateOptions{})
 		if err != nil {
 			t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 
 	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/chartutil"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -103,8 +104,14 @@ func TestManifestsFolder(t *testing.T) {
 	waitConfigMap(t, c, "m1", "one", "v", "1", 30*time.Second)
 	waitConfigMap(t, c, "default", "nons", "v", "x", 5*time.Second) // no namespace: default
 
-	// The packaged kube-dns Service, at --cluster-dns.
-	svc, err := c.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
+	// The packaged kube-dns Service, at --cluster-dns (coredns.yaml is
+	// applied after apps.yaml: waited for).
+	var svc *corev1.Service
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 15*time.Second, true, func(ctx context.Context) (bool, error) {
+		var err error
+		svc, err = c.CoreV1().Services("kube-system").Get(ctx, "kube-dns", metav1.GetOptions{})
+		return err == nil, nil
+	})
 	if err != nil {
 		t.Fatalf("kube-dns Service: %v", err)
 	}

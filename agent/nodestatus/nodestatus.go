@@ -31,6 +31,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	coreapi "github.com/k1s/k1s/internal/apis/core"
 	"github.com/k1s/k1s/internal/nodeautonomy"
 )
 
@@ -359,13 +360,6 @@ func (m *Manager) tryUpdate(ctx context.Context, try int) error {
 	return nil
 }
 
-// extendedResource reports whether name is an extended resource: a
-// domain-qualified name outside kubernetes.io, not a quota's requests.*.
-func extendedResource(name corev1.ResourceName) bool {
-	n := string(name)
-	return strings.Contains(n, "/") && !strings.Contains(n, "kubernetes.io/") && !strings.HasPrefix(n, corev1.DefaultResourceRequestsPrefix)
-}
-
 // statusEqual compares statuses ignoring heartbeat times.
 func statusEqual(a, b *corev1.NodeStatus) bool {
 	strip := func(s *corev1.NodeStatus) *corev1.NodeStatus {
@@ -394,7 +388,7 @@ func (m *Manager) status(ctx context.Context, old *corev1.NodeStatus) corev1.Nod
 		// node's status, as a device or an operator does) stay, and
 		// count in allocatable as kubelet's keep them.
 		for name, q := range old.Capacity {
-			if _, set := capacity[name]; !set && extendedResource(name) {
+			if _, set := capacity[name]; !set && coreapi.IsExtendedResourceName(name) {
 				capacity[name] = q.DeepCopy()
 			}
 		}

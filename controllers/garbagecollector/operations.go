@@ -156,8 +156,9 @@ func (gc *GarbageCollector) removeOwnerReferences(ctx context.Context, id object
 	})
 }
 
-// unblockOwnerReferences turns blockOwnerDeletion off in id's references.
-func (gc *GarbageCollector) unblockOwnerReferences(ctx context.Context, id objectReference, current []metav1.OwnerReference) error {
+// unblockOwnerReferences turns blockOwnerDeletion off in id's references;
+// patched is false when none blocked (nothing was written).
+func (gc *GarbageCollector) unblockOwnerReferences(ctx context.Context, id objectReference, current []metav1.OwnerReference) (patched bool, err error) {
 	var refs []metav1.OwnerReference
 	for _, r := range current {
 		if r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion {
@@ -168,13 +169,13 @@ func (gc *GarbageCollector) unblockOwnerReferences(ctx context.Context, id objec
 	if len(refs) == 0 {
 		// Nothing blocks: a patch of an empty (null) list would delete
 		// every reference.
-		return nil
+		return false, nil
 	}
 	smp, err := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": refs, "uid": id.UID}})
 	if err != nil {
-		return err
+		return false, err
 	}
-	return gc.patchOwnerReferences(ctx, id, smp, func(live []metav1.OwnerReference) []metav1.OwnerReference {
+	err = gc.patchOwnerReferences(ctx, id, smp, func(live []metav1.OwnerReference) []metav1.OwnerReference {
 		out := make([]metav1.OwnerReference, 0, len(live))
 		for _, r := range live {
 			r.BlockOwnerDeletion = new(bool)
@@ -182,6 +183,7 @@ func (gc *GarbageCollector) unblockOwnerReferences(ctx context.Context, id objec
 		}
 		return out
 	})
+	return err == nil, err
 }
 
 // removeFinalizer removes finalizer f from id, retrying on conflicts.

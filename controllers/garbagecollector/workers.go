@@ -129,11 +129,15 @@ func (gc *GarbageCollector) attemptToDeleteItem(ctx context.Context, n *node) er
 		// foreground deletion could wait for it in a cycle, so the item
 		// stops blocking its owners first.
 		for _, dep := range v.dependents {
-			if gc.graph.view(dep).deletingDependents && blocksAny(refs) {
-				logger.V(2).Info("Unblocking item's owner references to avoid a deletion cycle", "item", v.identity, "dependent", gc.graph.view(dep).identity)
-				if err := gc.unblockOwnerReferences(ctx, v.identity, refs); err != nil {
+			if gc.graph.view(dep).deletingDependents {
+				patched, err := gc.unblockOwnerReferences(ctx, v.identity, refs)
+				if err != nil {
 					return err
 				}
+				if !patched {
+					break
+				}
+				logger.V(2).Info("Unblocked item's owner references to avoid a deletion cycle", "item", v.identity, "dependent", gc.graph.view(dep).identity)
 				// The patch moved the resource version the delete below
 				// is conditional on.
 				if latest, err = gc.getObject(ctx, v.identity); err != nil {
@@ -166,16 +170,6 @@ func (gc *GarbageCollector) attemptToDeleteItem(ctx context.Context, n *node) er
 		}
 		return err
 	}
-}
-
-// blocksAny reports whether a reference has blockOwnerDeletion set.
-func blocksAny(refs []metav1.OwnerReference) bool {
-	for _, r := range refs {
-		if r.BlockOwnerDeletion != nil && *r.BlockOwnerDeletion {
-			return true
-		}
-	}
-	return false
 }
 
 // processDeletingDependents finishes the foreground deletion of n once no

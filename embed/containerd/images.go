@@ -40,16 +40,24 @@ func ImportBundledImages(ctx context.Context, endpoint, snapshotter, stateFile s
 	if err != nil {
 		return nil, err
 	}
-	return importArchives(ctx, endpoint, snapshotter, stateFile, []images.Archive{images.BytesArchive(BundledPauseArchive, pause, true)}, nil)
+	return importArchives(ctx, endpoint, snapshotter, stateFile, []images.Archive{images.BytesArchive(BundledPauseArchive, pause, true)}, "")
 }
 
 // ImportImageDir imports the image archives in imagesDir (the air-gap
-// images).
+// images) and unpins the images of archives removed from it.
 func ImportImageDir(ctx context.Context, endpoint, snapshotter, imagesDir, stateFile string) ([]images.Result, error) {
-	archives, dirErr := images.DirArchives(imagesDir)
-	if dirErr != nil && len(archives) == 0 {
-		return nil, fmt.Errorf("import images: %w", dirErr)
+	archives, err := images.DirArchives(imagesDir)
+	if err != nil {
+		// Nothing is unpinned after a failed listing.
+		return nil, fmt.Errorf("import images: %w", err)
 	}
+	return importArchives(ctx, endpoint, snapshotter, stateFile, archives, imagesDir)
+}
+
+// importArchives imports archives and, when unpinDir is set, unpins the
+// images of the archives once imported from unpinDir that are not among
+// them.
+func importArchives(ctx context.Context, endpoint, snapshotter, stateFile string, archives []images.Archive, unpinDir string) ([]images.Result, error) {
 	imp, err := images.New(endpoint, images.Options{Snapshotter: snapshotter, StateFile: stateFile})
 	if err != nil {
 		return nil, err
@@ -59,26 +67,12 @@ func ImportImageDir(ctx context.Context, endpoint, snapshotter, imagesDir, state
 	if len(archives) > 0 {
 		res, err = imp.Import(ctx, archives...)
 	}
-	// A listing that failed part-way must not unpin what it missed.
 	var unpinErr error
-	if dirErr == nil {
-		unpinErr = imp.Unpin(ctx, imagesDir, archives)
+	if unpinDir != "" {
+		unpinErr = imp.Unpin(ctx, unpinDir, archives)
 	}
-	if err := errors.Join(dirErr, err, unpinErr); err != nil {
+	if err := errors.Join(err, unpinErr); err != nil {
 		return res, fmt.Errorf("import images: %w", err)
-	}
-	return res, nil
-}
-
-func importArchives(ctx context.Context, endpoint, snapshotter, stateFile string, archives []images.Archive, dirErr error) ([]images.Result, error) {
-	imp, err := images.New(endpoint, images.Options{Snapshotter: snapshotter, StateFile: stateFile})
-	if err != nil {
-		return nil, err
-	}
-	defer imp.Close()
-	res, err := imp.Import(ctx, archives...)
-	if err != nil || dirErr != nil {
-		return res, fmt.Errorf("import images: %w", errors.Join(dirErr, err))
 	}
 	return res, nil
 }

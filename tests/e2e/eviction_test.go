@@ -51,7 +51,7 @@ func TestEviction(t *testing.T) {
 	}
 	for _, e := range entries {
 		if strings.HasSuffix(e.Name(), ".tar") {
-			copyTo(t, filepath.Join(framework.ImagesDir(t), e.Name()), filepath.Join(images, e.Name()))
+			framework.CopyFile(t, filepath.Join(framework.ImagesDir(t), e.Name()), filepath.Join(images, e.Name()))
 		}
 	}
 	s.Args = append(s.Args,
@@ -355,25 +355,6 @@ func loopMount(t *testing.T, dir string, size int64, s *framework.Server) {
 			t.Errorf("losetup -d %s: %v\n%s", dev, err, out)
 		}
 	})
-}
-
-func copyTo(t *testing.T, from, to string) {
-	t.Helper()
-	in, err := os.Open(from)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Close()
-	out, err := os.Create(to)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		t.Fatal(err)
-	}
-	if err := out.Close(); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func fsSize(t *testing.T, dir string) (capacity, available int64) {

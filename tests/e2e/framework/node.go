@@ -56,7 +56,7 @@ func NewNodeServer(t testing.TB) *Server {
 	}
 	for _, e := range entries {
 		if strings.HasSuffix(e.Name(), ".tar") {
-			copyFile(t, filepath.Join(src, e.Name()), filepath.Join(imagesDir, e.Name()))
+			CopyFile(t, filepath.Join(src, e.Name()), filepath.Join(imagesDir, e.Name()))
 		}
 	}
 	t.Cleanup(func() {
@@ -70,7 +70,8 @@ func NewNodeServer(t testing.TB) *Server {
 // NodeName is the node name e2e servers register.
 const NodeName = "e2e-node"
 
-func copyFile(t testing.TB, from, to string) {
+// CopyFile copies the file from to the path to, failing t on error.
+func CopyFile(t testing.TB, from, to string) {
 	t.Helper()
 	in, err := os.Open(from)
 	if err != nil {
